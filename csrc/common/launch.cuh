@@ -1,0 +1,38 @@
+// Grid sizing from the device's own limits: never hard-code SM counts.
+#pragma once
+
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace cudasteps {
+
+template <typename T>
+__host__ __device__ constexpr T ceil_div(T a, T b) {
+  return (a + b - 1) / b;
+}
+
+// SM count of the current device (cached per device by PyTorch).
+inline int sm_count() { return at::cuda::getCurrentDeviceProperties()->multiProcessorCount; }
+
+// Resident blocks of `kernel` per SM at `block` threads and `smem_bytes` dynamic shared memory.
+template <typename Kernel>
+inline int blocks_per_sm(Kernel kernel, int block, size_t smem_bytes = 0) {
+  int blocks = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, smem_bytes));
+  return std::max(blocks, 1);
+}
+
+// Grid for a grid-stride loop over `work_items` items of `items_per_block` each: enough blocks to
+// fill every SM at full occupancy ("one wave"), never more than the work needs.
+template <typename Kernel>
+inline int64_t persistent_grid(Kernel kernel, int block, int64_t work_items, int64_t items_per_block,
+                               size_t smem_bytes = 0) {
+  const int64_t needed = std::max<int64_t>(1, ceil_div<int64_t>(work_items, items_per_block));
+  const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, block, smem_bytes);
+  return std::min(needed, resident);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,70 @@
+// CPU copy: memcpy in parallel chunks when both sides are contiguous, an element loop otherwise.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "common/strided.h"
+#include "copy/copy.h"
+
+namespace cudasteps {
+namespace {
+
+// Chunks of at least 256 KiB per task: below that, thread start-up costs more than the copy.
+constexpr int64_t kMinBytesPerTask = 256 * 1024;
+
+template <int ElemBytes>
+void copy_strided_elems(char* out, const char* in, const StridedPair& layout, int64_t numel) {
+  at::parallel_for(0, numel, kMinBytesPerTask / ElemBytes, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t out_off, in_off;
+      layout.offsets(i, out_off, in_off);
+      std::memcpy(out + out_off * ElemBytes, in + in_off * ElemBytes, ElemBytes);
+    }
+  });
+}
+
+void copy_cpu_impl(at::Tensor& out, const at::Tensor& in) {
+  const int64_t numel = in.numel();
+  if (numel == 0) return;
+  char* out_ptr = static_cast<char*>(out.data_ptr());
+  const char* in_ptr = static_cast<const char*>(in.const_data_ptr());
+  if (out.is_contiguous() && in.is_contiguous()) {
+    const int64_t nbytes = numel * in.element_size();
+    at::parallel_for(0, nbytes, kMinBytesPerTask, [&](int64_t begin, int64_t end) {
+      std::memcpy(out_ptr + begin, in_ptr + begin, end - begin);
+    });
+    return;
+  }
+  const StridedPair layout = make_strided_pair(out, in, "copy");
+  switch (in.element_size()) {
+    case 1: return copy_strided_elems<1>(out_ptr, in_ptr, layout, numel);
+    case 2: return copy_strided_elems<2>(out_ptr, in_ptr, layout, numel);
+    case 4: return copy_strided_elems<4>(out_ptr, in_ptr, layout, numel);
+    case 8: return copy_strided_elems<8>(out_ptr, in_ptr, layout, numel);
+    case 16: return copy_strided_elems<16>(out_ptr, in_ptr, layout, numel);
+    default:
+      CUDASTEPS_CHECK(false, "copy", "unsupported element size ", in.element_size(), " of dtype ",
+                      in.scalar_type());
+  }
+}
+
+at::Tensor copy_cpu(const at::Tensor& self) {
+  at::Tensor out = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+  copy_cpu_impl(out, self);
+  return out;
+}
+
+at::Tensor& copy__cpu(at::Tensor& self, const at::Tensor& src) {
+  if (check_copy_args(self, src)) copy_cpu_impl(self, src);
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
+  m.impl("copy", &copy_cpu);
+  m.impl("copy_", &copy__cpu);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,59 @@
+// The op surface of cudasteps: every schema in one place (like vLLM's torch_bindings.cpp).
+//
+// Implementations register themselves at the bottom of their own files:
+//   csrc/<family>/<family>_cpu.cpp       TORCH_LIBRARY_IMPL(cudasteps, CPU, m)
+//   csrc/<family>/<family>_cuda.cu       TORCH_LIBRARY_IMPL(cudasteps, CUDA, m)
+//   csrc/<family>/<family>_autograd.cpp  TORCH_LIBRARY_IMPL(cudasteps, Autograd, m)
+// Fake (meta) kernels live in Python: torch_ops/cudasteps/<family>.py.
+//
+// ladder_* ops run one named step of a family's optimization ladder (CUDA only). They exist for
+// the benchmarks and tests that show what each step buys; models use the plain ops.
+
+#include <Python.h>
+#include <torch/library.h>
+
+TORCH_LIBRARY(cudasteps, m) {
+  // ---- copy (csrc/copy) ----
+  m.def("copy(Tensor self) -> Tensor");
+  m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
+  m.def("ladder_copy(Tensor self, str variant) -> Tensor");
+
+  // ---- transpose (csrc/transpose) ----
+  m.def("transpose(Tensor self) -> Tensor");
+  m.def("transpose_(Tensor(a!) out, Tensor self) -> Tensor(a!)");
+  m.def("ladder_transpose(Tensor self, str variant) -> Tensor");
+
+  // ---- reduce (csrc/reduce) ----
+  m.def("sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def("ladder_sum(Tensor self, str variant) -> Tensor");
+
+  // ---- gemm (csrc/gemm) ----
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def("ladder_mm(Tensor self, Tensor mat2, str variant) -> Tensor");
+
+  // ---- elementwise (csrc/elementwise) ----
+  m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");
+  m.def("bias_act_backward(Tensor grad, Tensor x, Tensor? bias, str act) -> (Tensor, Tensor?)");
+  m.def("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  m.def("mul(Tensor self, Tensor other) -> Tensor");
+  m.def("ladder_bias_act(Tensor x, Tensor? bias, str act, str variant) -> Tensor");
+}
+
+// `import cudasteps._C` runs the static initialisers above (the registrations). The module itself
+// is empty; it uses only the limited C API so that one build serves every CPython >= 3.9 (abi3).
+extern "C" PyObject* PyInit__C(void) {
+  static PyModuleDef cudasteps_module = {
+      PyModuleDef_HEAD_INIT,
+      "_C",     // name
+      nullptr,  // doc
+      -1,       // no per-interpreter state
+      nullptr,  // no methods: everything is reached through torch.ops.cudasteps
+      nullptr,  // slots
+      nullptr,  // traverse
+      nullptr,  // clear
+      nullptr,  // free
+  };
+  return PyModule_Create(&cudasteps_module);
+}

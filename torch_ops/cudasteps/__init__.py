@@ -1,0 +1,22 @@
+"""cudasteps: PyTorch custom CUDA operators, each with its optimization ladder and benchmarks.
+
+``import cudasteps`` imports torch, loads the compiled extension ``cudasteps._C`` (which registers
+``torch.ops.cudasteps.*``), the fake kernels, and the typed wrappers re-exported here.
+"""
+
+import torch  # noqa: F401  (must be loaded before _C: _C links against libtorch)
+
+from ._loader import load_extension
+
+load_extension()
+
+from . import ladder  # noqa: E402,F401
+from .copy import copy, copy_  # noqa: E402
+
+__all__ = ["copy", "copy_", "cuda_available", "ladder"]
+
+
+def cuda_available() -> bool:
+    """True when this build registered CUDA kernels (nvcc was found at build time)."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key("cudasteps::copy", "CUDA")
+
