@@ -22,7 +22,7 @@ TORCH_LIBRARY(cudasteps, m) {
 
   // ---- transpose (csrc/transpose) ----
   m.def("transpose(Tensor self) -> Tensor");
-  m.def("transpose_(Tensor(a!) out, Tensor self) -> Tensor(a!)");
+  m.def("transpose_(Tensor(a!) out, Tensor self) -> ()");
   m.def("ladder_transpose(Tensor self, str variant) -> Tensor");
 
   // ---- reduce (csrc/reduce) ----

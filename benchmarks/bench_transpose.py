@@ -1,0 +1,118 @@
+"""transpose: cudasteps.transpose against torch's x.transpose(-2, -1).contiguous(), and its ladder."""
+
+import torch
+
+import cudasteps
+
+MiB = 1 << 20
+
+_NAMES = {
+    torch.float32: "fp32",
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
+    torch.uint8: "uint8",
+    torch.float64: "fp64",
+}
+
+
+def _make(shape, dtype, device):
+    def make(seed):
+        g = torch.Generator(device=device).manual_seed(seed)
+        if dtype == torch.uint8:
+            return (torch.randint(0, 256, shape, generator=g, device=device, dtype=dtype),)
+        return (torch.randn(shape, generator=g, device=device).to(dtype),)
+
+    return make
+
+
+def _nbytes(shape, dtype):
+    n = 1
+    for s in shape:
+        n *= s
+    return n * torch.empty((), dtype=dtype).element_size()
+
+
+def _torch_t(x):
+    return x.transpose(-2, -1).contiguous()
+
+
+def _label(shape, dtype):
+    return "x".join(str(s) for s in shape) + " " + _NAMES[dtype]
+
+
+def _compare(bench, shape, dtype, case=None):
+    nbytes = _nbytes(shape, dtype)
+    inputs = bench.rotation(_make(shape, dtype, bench.device), nbytes)
+    case = case or _label(shape, dtype)
+    for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
+        ms = bench.time(fn, inputs)
+        bench.record(op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * nbytes)
+    return inputs
+
+
+def run(bench):
+    f32 = torch.float32
+    if not bench.is_cuda:
+        for shape in [(2048, 2048), (1000, 3001), (16, 256, 256)]:
+            _compare(bench, shape, f32)
+        return
+
+    big = [(8192, 8192), (4096, 4096), (8191, 4097), (1, 1 << 26), (1 << 26, 1), (64, 1024, 1024)]
+    if bench.quick:
+        big = [(8192, 8192), (8191, 4097), (1, 1 << 26), (64, 1024, 1024)]
+    ladder_inputs = None
+    for shape in big:
+        inputs = _compare(bench, shape, f32)
+        if shape == (8192, 8192):
+            ladder_inputs = inputs
+
+    dtypes = [torch.bfloat16, torch.float16, torch.uint8, torch.float64]
+    if bench.quick:
+        dtypes = [torch.bfloat16, torch.uint8]
+    for dtype in dtypes:
+        _compare(bench, (8192, 8192), dtype)
+
+    # transpose_ into a preallocated output, against out.copy_(x.mT).
+    shape = (8192, 8192)
+    x = _make(shape, f32, bench.device)(0)[0]
+    out = torch.empty_like(x)
+    case = "transpose_ 8192x8192 fp32"
+    for impl, fn in (("torch", lambda: out.copy_(x.mT)), ("cudasteps", lambda: cudasteps.transpose_(out, x))):
+        ms = bench.time(fn, [()])
+        bench.record(op="transpose_", case=case, impl=impl, dtype=f32, shape=list(shape), ms=ms,
+                     bytes=2 * _nbytes(shape, f32))
+    del x, out
+
+    # Small: 256x256, where host overhead is everything. Host time per call and GPU time.
+    small = _make((256, 256), f32, bench.device)(0)[0]
+    for label, timer in (("host/call", bench.time_host), ("GPU (graph)", bench.time_graph)):
+        case = f"256x256 fp32 {label}"
+        for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
+            ms = timer(fn, (small,))
+            bench.record(op="transpose", case=case, impl=impl, dtype=f32, shape=[256, 256], ms=ms,
+                         bytes=2 * _nbytes((256, 256), f32))
+
+    # The ladder, at 8192x8192 fp32.
+    nbytes = _nbytes((8192, 8192), f32)
+    for variant in cudasteps.ladder.variants("transpose"):
+        ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("transpose", v, x), ladder_inputs)
+        bench.record(op="transpose", case="8192x8192 fp32", impl=f"ladder:{variant}", dtype=f32,
+                     shape=[8192, 8192], ms=ms, bytes=2 * nbytes)
+
+    bench.section(
+        "transpose: what each step buys",
+        "`naive_row` reads rows (coalesced) and writes columns: each 4-byte store lands in its own "
+        "32-byte sector, so the writes move 8x the bytes. `naive_col` writes rows and reads columns "
+        "through `__ldg`; the read-only cache recovers part of each fetched sector. `smem` stages a "
+        "32x32 tile in shared memory so both global sides are coalesced, but reading a tile column "
+        "from `float tile[32][32]` hits one bank 32 times (32-way conflict). `padded` "
+        "(`tile[32][33]`) shifts row r to start at bank r: zero conflicts. `final` keeps the tile "
+        "transposed in shared memory with an XOR swizzle (zero conflicts on both the shared store "
+        "and load, no padding), gives each thread 8 loads in flight (64x32 fp32 tiles), packs 1- and "
+        "2-byte dtypes into 4-byte words (K x K micro-blocks transposed in registers), and turns "
+        "M == 1 / N == 1 and transposed views into plain copies. Bank conflicts and DRAM throughput "
+        "per kernel: `ncu --clock-control none --metrics "
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,"
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,"
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed python benchmarks/ncu_transpose.py`.",
+    )
