@@ -69,6 +69,20 @@ template <> struct UInt<2> { using type = uint16_t; };
 template <> struct UInt<4> { using type = uint32_t; };
 template <> struct UInt<8> { using type = uint64_t; };
 
+// q = a / b, r = a - q * b for a >= 0, b > 0, in 32-bit arithmetic when both fit (a 64-bit
+// division is a ~70-instruction subroutine; tile and element indices of tensors below 2^32 elements
+// never need it). The branch is uniform across a warp whenever the sizes are.
+__device__ __forceinline__ void div_mod(int64_t a, int64_t b, int64_t& q, int64_t& r) {
+  if (((a | b) >> 32) == 0) {
+    const uint32_t q32 = uint32_t(a) / uint32_t(b);
+    q = q32;
+    r = int64_t(uint32_t(a) - q32 * uint32_t(b));
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
+
 // out[j] holds element j of each in[i], at element position i: the K x K micro-block transposed.
 template <typename Word, int K>
 __device__ __forceinline__ void transpose_micro(const Word (&in)[K], Word (&out)[K]) {
@@ -114,10 +128,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t N = p.cols;
 
   for (int64_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-    const int64_t b = t / tiles_per_matrix;
-    const int64_t in_matrix = t - b * tiles_per_matrix;
-    const int64_t tile_r = in_matrix / tiles_cols;
-    const int64_t tile_c = in_matrix - tile_r * tiles_cols;
+    int64_t b, in_matrix, tile_r, tile_c;
+    div_mod(t, tiles_per_matrix, b, in_matrix);
+    div_mod(in_matrix, tiles_cols, tile_r, tile_c);
     const int64_t row0 = tile_r * kTileRows;  // first input row = first output column
     const int64_t col0 = tile_c * kTileCols;  // first input column = first output row
     const Elem* src = in + b * p.in_batch_stride;
@@ -241,10 +254,9 @@ __global__ void __launch_bounds__(kNaiveThreads)
   const int64_t mn = M * N;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t b = i / mn;
-    const int64_t rem = i - b * mn;
-    const int64_t r = rem / N;
-    const int64_t c = rem - r * N;
+    int64_t b, rem, r, c;
+    div_mod(i, mn, b, rem);
+    div_mod(rem, N, r, c);
     out[b * mn + c * M + r] = in[i];
   }
 }
@@ -257,10 +269,9 @@ __global__ void __launch_bounds__(kNaiveThreads)
   const int64_t mn = M * N;
   for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < numel;
        j += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t b = j / mn;
-    const int64_t rem = j - b * mn;
-    const int64_t n = rem / M;
-    const int64_t m = rem - n * M;
+    int64_t b, rem, n, m;
+    div_mod(j, mn, b, rem);
+    div_mod(rem, M, n, m);
     out[j] = __ldg(in + b * mn + m * N + n);
   }
 }
@@ -277,9 +288,9 @@ __device__ __forceinline__ void transpose_tile32(const float* __restrict__ in, f
   const int64_t per_matrix = tiles_rows * tiles_cols;
   const int64_t mn = M * N;
   for (int64_t t = blockIdx.x; t < per_matrix * batch; t += gridDim.x) {
-    const int64_t b = t / per_matrix;
-    const int64_t tr = (t - b * per_matrix) / tiles_cols;
-    const int64_t tc = t - b * per_matrix - tr * tiles_cols;
+    int64_t b, in_matrix, tr, tc;
+    div_mod(t, per_matrix, b, in_matrix);
+    div_mod(in_matrix, tiles_cols, tr, tc);
     const int64_t row0 = tr * kTile;
     const int64_t col0 = tc * kTile;
     const float* src = in + b * mn;
