@@ -1,8 +1,7 @@
 """transpose: cudasteps.transpose against torch's x.transpose(-2, -1).contiguous(), and its ladder."""
 
-import torch
-
 import cudasteps
+import torch
 
 MiB = 1 << 20
 
@@ -46,7 +45,9 @@ def _compare(bench, shape, dtype, case=None):
     case = case or _label(shape, dtype)
     for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
         ms = bench.time(fn, inputs)
-        bench.record(op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * nbytes)
+        bench.record(
+            op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * nbytes
+        )
     return inputs
 
 
@@ -79,9 +80,15 @@ def run(bench):
     case = "transpose_ 8192x8192 fp32"
     for impl, fn in (("torch", lambda: out.copy_(x.mT)), ("cudasteps", lambda: cudasteps.transpose_(out, x))):
         ms = bench.time(fn, [()])
-        bench.record(op="transpose_", case=case, impl=impl, dtype=f32, shape=list(shape), ms=ms,
-                     bytes=2 * _nbytes(shape, f32))
-    del x, out
+        bench.record(
+            op="transpose_",
+            case=case,
+            impl=impl,
+            dtype=f32,
+            shape=list(shape),
+            ms=ms,
+            bytes=2 * _nbytes(shape, f32),
+        )
 
     # Small: 256x256, where host overhead is everything. Host time per call and GPU time.
     small = _make((256, 256), f32, bench.device)(0)[0]
@@ -89,15 +96,29 @@ def run(bench):
         case = f"256x256 fp32 {label}"
         for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
             ms = timer(fn, (small,))
-            bench.record(op="transpose", case=case, impl=impl, dtype=f32, shape=[256, 256], ms=ms,
-                         bytes=2 * _nbytes((256, 256), f32))
+            bench.record(
+                op="transpose",
+                case=case,
+                impl=impl,
+                dtype=f32,
+                shape=[256, 256],
+                ms=ms,
+                bytes=2 * _nbytes((256, 256), f32),
+            )
 
     # The ladder, at 8192x8192 fp32.
     nbytes = _nbytes((8192, 8192), f32)
     for variant in cudasteps.ladder.variants("transpose"):
         ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("transpose", v, x), ladder_inputs)
-        bench.record(op="transpose", case="8192x8192 fp32", impl=f"ladder:{variant}", dtype=f32,
-                     shape=[8192, 8192], ms=ms, bytes=2 * nbytes)
+        bench.record(
+            op="transpose",
+            case="8192x8192 fp32",
+            impl=f"ladder:{variant}",
+            dtype=f32,
+            shape=[8192, 8192],
+            ms=ms,
+            bytes=2 * nbytes,
+        )
 
     bench.section(
         "transpose: what each step buys",

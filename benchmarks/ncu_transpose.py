@@ -11,9 +11,8 @@ transpose_smem_kernel, transpose_padded_kernel, transpose_final_kernel (twice: l
 cudasteps.transpose). Each is profiled twice (warm-up, then the measured call); read the second.
 """
 
-import torch
-
 import cudasteps
+import torch
 
 
 def main() -> None:

@@ -1,15 +1,29 @@
 """transpose / transpose_: shapes, dtypes, layouts, errors, autograd, opcheck, compile, ladder."""
 
+import cudasteps
 import pytest
 import torch
-
-import cudasteps
 from _helpers import ALL_DTYPES, DEVICES, make_tensor, misaligned, poisoned, requires_cuda
 
 # Not multiples of any tile (32, 64, 128), primes, 1, and tile-size neighbours; rectangular both ways
 # (the textbook block-index swap bug shows only on non-square shapes).
-SHAPES_2D = [(1, 1), (1, 7), (7, 1), (2, 2), (3, 5), (33, 65), (65, 33), (31, 97), (64, 64),
-             (128, 129), (130, 4), (4, 130), (1, 1000), (1000, 1), (257, 255)]
+SHAPES_2D = [
+    (1, 1),
+    (1, 7),
+    (7, 1),
+    (2, 2),
+    (3, 5),
+    (33, 65),
+    (65, 33),
+    (31, 97),
+    (64, 64),
+    (128, 129),
+    (130, 4),
+    (4, 130),
+    (1, 1000),
+    (1000, 1),
+    (257, 255),
+]
 SUPPORTED_DTYPES = [d for d in ALL_DTYPES if torch.empty((), dtype=d).element_size() in (1, 2, 4, 8)]
 
 
@@ -47,17 +61,19 @@ def test_transpose__into_poisoned_output(device, dtype):
 def test_transpose_non_contiguous_and_offset_inputs(device, dtype):
     base = make_tensor((6, 40, 68), dtype, device)
     views = [
-        base[:, 3:37, 5:66],            # row slice: unit column stride, row stride 68
-        base[1:5],                      # batch slice (storage offset)
-        base[::2],                      # batch stride 2 * 40 * 68
-        base.transpose(-2, -1),         # transposed view: the result is a plain copy
-        base[:, :, ::2],                # column stride 2: made contiguous first
-        base.permute(1, 0, 2),          # batch stride smaller than the row stride
+        base[:, 3:37, 5:66],  # row slice: unit column stride, row stride 68
+        base[1:5],  # batch slice (storage offset)
+        base[::2],  # batch stride 2 * 40 * 68
+        base.transpose(-2, -1),  # transposed view: the result is a plain copy
+        base[:, :, ::2],  # column stride 2: made contiguous first
+        base.permute(1, 0, 2),  # batch stride smaller than the row stride
         base.view(2, 3, 40, 68).permute(1, 0, 2, 3),  # batch dims that do not collapse to one stride
-        base[2, 1:, 1:],                # 2-D with offset
-        base[:, 7],                     # (6, 68): a 2-D view with row stride 40 * 68
+        base[2, 1:, 1:],  # 2-D with offset
+        base[:, 7],  # (6, 68): a 2-D view with row stride 40 * 68
         make_tensor((1, 40, 68), dtype, device).expand(3, 40, 68),  # batch stride 0
-        base.unsqueeze(1)[:, :, 1:],    # size-1 batch dim
+        base.unsqueeze(1)[:, :, 1:],  # size-1 batch dim
+        base[:, :1, 1:],  # M == 1, strided: a copy
+        base[:, 1:, 3:4],  # N == 1, strided: a copy
     ]
     for v in views:
         check(cudasteps.transpose(v), v)
@@ -75,6 +91,12 @@ def test_transpose__non_contiguous_out(device):
     cudasteps.transpose_(out, x)
     assert torch.equal(out, ref_t(x))
     assert torch.isnan(big[:, :, 0]).all() and torch.isnan(big[:, :, 18:]).all()
+    # M == 1 into a non-contiguous out.
+    x1 = make_tensor((3, 1, 17), torch.float32, device, seed=1)
+    big1 = poisoned((3, 1, 19), torch.float32, device)
+    out1 = big1[:, :, 1:18].transpose(-2, -1)  # (3, 17, 1)
+    cudasteps.transpose_(out1, x1)
+    assert torch.equal(out1, ref_t(x1))
     # Misaligned but contiguous out (storage offset 1).
     out2 = poisoned((17 * 33 * 3 + 1,), torch.float32, device)[1:].view(3, 17, 33)
     cudasteps.transpose_(out2, x)
@@ -93,18 +115,35 @@ def test_transpose_empty(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_transpose_errors(device):
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose: self must have at least 2 dimensions, got 1-D with shape \[5\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps\.transpose: self must have at least 2 dimensions, got 1-D with shape \[5\]",
+    ):
         cudasteps.transpose(make_tensor((5,), torch.float32, device))
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose: self must have at least 2 dimensions, got 0-D"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.transpose: self must have at least 2 dimensions, got 0-D"
+    ):
         cudasteps.transpose(make_tensor((), torch.float32, device))
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose: self must have an element size of 1, 2, 4 or 8 bytes, got 16 \(ComplexDouble\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps\.transpose: self must have an element size of 1, 2, 4 or 8 bytes, "
+        r"got 16 \(ComplexDouble\)",
+    ):
         cudasteps.transpose(make_tensor((2, 3), torch.complex128, device))
     x = make_tensor((4, 5), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must have the shape \[5, 4\] \(self's last two dimensions swapped\), got \[4, 5\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps\.transpose_: out must have the shape \[5, 4\] "
+        r"\(self's last two dimensions swapped\), got \[4, 5\]",
+    ):
         cudasteps.transpose_(torch.empty((4, 5), device=device), x)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must have the dtype of self \(Float\), got Double"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.transpose_: out must have the dtype of self \(Float\), got Double"
+    ):
         cudasteps.transpose_(torch.empty((5, 4), dtype=torch.float64, device=device), x)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: self must have at least 2 dimensions, got 1-D"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.transpose_: self must have at least 2 dimensions, got 1-D"
+    ):
         cudasteps.transpose_(torch.empty((5,), device=device), make_tensor((5,), torch.float32, device))
     sq = make_tensor((6, 6), torch.float32, device)
     with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must not share memory with self"):
@@ -114,9 +153,13 @@ def test_transpose_errors(device):
 @requires_cuda
 def test_transpose__device_mismatch():
     x = make_tensor((4, 5), torch.float32, "cuda")
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cuda:0\), got cpu"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cuda:0\), got cpu"
+    ):
         cudasteps.transpose_(torch.empty((5, 4)), x)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cpu\), got cuda:0"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cpu\), got cuda:0"
+    ):
         cudasteps.transpose_(torch.empty((5, 4), device="cuda"), x.cpu())
 
 
@@ -154,7 +197,9 @@ def test_transpose__bumps_version_counter(device):
 def test_transpose_opcheck(device):
     x = make_tensor((7, 9), torch.float32, device)
     torch.library.opcheck(torch.ops.cudasteps.transpose.default, (x,))
-    torch.library.opcheck(torch.ops.cudasteps.transpose.default, (make_tensor((3, 5, 4), torch.bfloat16, device),))
+    torch.library.opcheck(
+        torch.ops.cudasteps.transpose.default, (make_tensor((3, 5, 4), torch.bfloat16, device),)
+    )
     torch.library.opcheck(torch.ops.cudasteps.transpose.default, (x.t(),))
     torch.library.opcheck(torch.ops.cudasteps.transpose.default, (x.clone().requires_grad_(),))
     torch.library.opcheck(torch.ops.cudasteps.transpose_.default, (torch.empty((9, 7), device=device), x))
@@ -190,11 +235,32 @@ def test_transpose_wide_and_tall_cpu_sized(device):
 
 
 @requires_cuda
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.uint8, torch.float64,
-                                   torch.complex64, torch.int16, torch.bool])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float32,
+        torch.bfloat16,
+        torch.float16,
+        torch.uint8,
+        torch.float64,
+        torch.complex64,
+        torch.int16,
+        torch.bool,
+    ],
+)
 def test_transpose_cuda_shapes(dtype):
-    shapes = [(4097, 31), (31, 4097), (1024, 1024), (8191, 4097), (1, 1 << 20), ((1 << 20) + 3, 1),
-              (64, 130, 66), (5, 127, 129), (2, 2, 63, 65), (2, 258)]
+    shapes = [
+        (4097, 31),
+        (31, 4097),
+        (1024, 1024),
+        (8191, 4097),
+        (1, 1 << 20),
+        ((1 << 20) + 3, 1),
+        (64, 130, 66),
+        (5, 127, 129),
+        (2, 2, 63, 65),
+        (2, 258),
+    ]
     for i, shape in enumerate(shapes):
         x = make_tensor(shape, dtype, "cuda", seed=i)
         check(cudasteps.transpose(x), x)
@@ -207,13 +273,13 @@ def test_transpose_cuda_packed_and_unpacked_paths(dtype):
     # condition broken alone must fall back to the element path and still be right.
     k = 4 // torch.empty((), dtype=dtype).element_size()
     cases = [
-        make_tensor((64 * k, 32 * k), dtype, "cuda"),           # packed, whole tiles
-        make_tensor((3 * k + 4 * 64, 5 * k), dtype, "cuda"),     # packed, partial tiles
-        make_tensor((64 * k + 1, 32 * k), dtype, "cuda"),        # M not a multiple of K
-        make_tensor((64 * k, 32 * k + 1), dtype, "cuda"),        # N not a multiple of K
-        make_tensor((64, 200), dtype, "cuda")[:, 1:129],         # pointer off by one element
-        make_tensor((64, 201), dtype, "cuda")[:, :128],          # row stride not a multiple of K
-        make_tensor((3, 17, 8 * k), dtype, "cuda")[:, 1:],       # batch stride off
+        make_tensor((64 * k, 32 * k), dtype, "cuda"),  # packed, whole tiles
+        make_tensor((3 * k + 4 * 64, 5 * k), dtype, "cuda"),  # packed, partial tiles
+        make_tensor((64 * k + 1, 32 * k), dtype, "cuda"),  # M not a multiple of K
+        make_tensor((64 * k, 32 * k + 1), dtype, "cuda"),  # N not a multiple of K
+        make_tensor((64, 200), dtype, "cuda")[:, 1:129],  # pointer off by one element
+        make_tensor((64, 201), dtype, "cuda")[:, :128],  # row stride not a multiple of K
+        make_tensor((3, 17, 8 * k), dtype, "cuda")[:, 1:],  # batch stride off
     ]
     for x in cases:
         check(cudasteps.transpose(x), x)
@@ -248,8 +314,9 @@ def test_transpose_beyond_int32_elements():
 @requires_cuda
 @pytest.mark.parametrize("variant", cudasteps.ladder.variants("transpose"))
 def test_transpose_ladder_variants(variant):
-    for i, shape in enumerate([(1, 1), (33, 65), (65, 33), (1, 1000), (1000, 1), (4097, 31), (3, 70, 45),
-                               (512, 512)]):
+    for i, shape in enumerate(
+        [(1, 1), (33, 65), (65, 33), (1, 1000), (1000, 1), (4097, 31), (3, 70, 45), (512, 512)]
+    ):
         x = make_tensor(shape, torch.float32, "cuda", seed=i)
         check(cudasteps.ladder.run("transpose", variant, x), x)
 
@@ -257,9 +324,15 @@ def test_transpose_ladder_variants(variant):
 @requires_cuda
 def test_transpose_ladder_errors():
     x = make_tensor((4, 4), torch.float32, "cuda")
-    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_transpose: variant must be one of naive_row, naive_col, smem, padded, final, got 'fastest'"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps\.ladder_transpose: variant must be one of "
+        r"naive_row, naive_col, smem, padded, final, got 'fastest'",
+    ):
         cudasteps.ladder.run("transpose", "fastest", x)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_transpose: self must be Float for variant 'smem'"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.ladder_transpose: self must be Float for variant 'smem'"
+    ):
         cudasteps.ladder.run("transpose", "smem", x.half())
     with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_transpose: self must be contiguous"):
         cudasteps.ladder.run("transpose", "padded", x.t())
