@@ -1,4 +1,5 @@
-"""transpose: cudasteps.transpose against torch's x.transpose(-2, -1).contiguous(), and its ladder."""
+"""transpose: cudasteps.transpose against torch's x.transpose(-2, -1).contiguous() (always
+materialized), and its ladder."""
 
 import cudasteps
 import torch
@@ -32,7 +33,9 @@ def _nbytes(shape, dtype):
 
 
 def _torch_t(x):
-    return x.transpose(-2, -1).contiguous()
+    # x.transpose(-2, -1).contiguous(), forced to materialize: for M == 1 or N == 1 the transposed
+    # view is already contiguous and .contiguous() would return it without moving a byte.
+    return x.transpose(-2, -1).clone(memory_format=torch.contiguous_format)
 
 
 def _label(shape, dtype):
