@@ -18,9 +18,9 @@ constexpr int kLeafLanes = 8;
 // Full sums are cut into chunks of this many elements, independent of the thread count, so the
 // tree (and the result) never depends on how many threads run.
 constexpr int64_t kFullChunk = 1 << 16;
-// Column sums: each task owns kColBlock columns; rows are summed in blocks of kColRowLeaf (plain
+// Column sums: each task owns kColBlock columns (1 KiB of fp32 per row, enough for the prefetcher); rows are summed in blocks of kColRowLeaf (plain
 // running sums over few rows keep the error small), and the blocks pairwise.
-constexpr int64_t kColBlock = 64;
+constexpr int64_t kColBlock = 256;
 constexpr int64_t kColRowLeaf = 16;
 // Below this many elements per task, parallel_for's thread start costs more than the work.
 constexpr int64_t kMinElemsPerTask = 32768;

@@ -44,15 +44,49 @@ namespace {
 template <typename T>
 constexpr int kVec = elems_per_vec16<T>();
 
+// Element k of the 16 bytes in `words`, extracted with shifts so that everything stays in
+// registers (a memcpy of the whole vector into a char or half array put it on the stack).
+template <typename T>
+__device__ __forceinline__ T element_of(const uint32_t (&words)[4], int k) {
+  T v;
+  if constexpr (sizeof(T) == 8) {
+    const uint64_t bits = uint64_t(words[2 * k]) | (uint64_t(words[2 * k + 1]) << 32);
+    memcpy(&v, &bits, 8);
+  } else if constexpr (sizeof(T) == 4) {
+    memcpy(&v, &words[k], 4);
+  } else if constexpr (sizeof(T) == 2) {
+    const uint16_t bits = uint16_t(words[k / 2] >> (16 * (k % 2)));
+    memcpy(&v, &bits, 2);
+  } else {
+    const uint8_t bits = uint8_t(words[k / 4] >> (8 * (k % 4)));
+    memcpy(&v, &bits, 1);
+  }
+  return v;
+}
+
 // N elements from p: one 16-byte load when N elements are 16 bytes (p then 16-byte aligned).
 template <typename T, int N>
 __device__ __forceinline__ void load_pack(const T* p, T (&vals)[N]) {
   if constexpr (N * sizeof(T) == kVecBytes) {
     const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    memcpy(vals, &raw, kVecBytes);
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int k = 0; k < N; ++k) vals[k] = element_of<T>(words, k);
   } else {
 #pragma unroll
     for (int k = 0; k < N; ++k) vals[k] = p[k];
+  }
+}
+
+// v[0] = v[0] + ... + v[2W - 1] as a balanced tree. A template recursion rather than a halving
+// loop: every index is a compile-time constant, so v stays in registers (the loop form left a
+// 16 x int64 array on the stack).
+template <int W, typename A>
+__device__ __forceinline__ void tree_fold(A* v) {
+  if constexpr (W > 0) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] += v[k + W];
+    tree_fold<W / 2>(v);
   }
 }
 
@@ -62,11 +96,7 @@ __device__ __forceinline__ acc_t pack_sum(const T (&vals)[N]) {
   acc_t v[N];
 #pragma unroll
   for (int k = 0; k < N; ++k) v[k] = static_cast<acc_t>(vals[k]);
-#pragma unroll
-  for (int w = N / 2; w > 0; w >>= 1) {
-#pragma unroll
-    for (int k = 0; k < w; ++k) v[k] += v[k + w];
-  }
+  tree_fold<N / 2>(v);
   return v[0];
 }
 
@@ -205,7 +235,9 @@ void launch_sum_full(const in_t* x, int64_t n, out_t* out, const at::Tensor& lik
   const auto kernel = sum_full_kernel<in_t, acc_t, out_t>;
   const int64_t n_vec = n / kVec<in_t> + 1;
   const int64_t per_block = int64_t(kFullThreads) * kLoadUnroll;  // 16-byte loads per block pass
-  const int64_t resident = int64_t(sm_count()) * cached_blocks_per_sm(kernel, kFullThreads);
+  // A function-local static per instantiation: no lock on this, the latency-critical path.
+  static const int blocks_per_sm_full = blocks_per_sm(kernel, kFullThreads);
+  const int64_t resident = int64_t(sm_count()) * blocks_per_sm_full;
   const int64_t grid = std::max<int64_t>(1, std::min(ceil_div(n_vec, per_block), resident));
   acc_t* partials = nullptr;
   unsigned* ticket = nullptr;
@@ -384,11 +416,7 @@ __global__ void __launch_bounds__(kColThreads)
         acc_t s[kColThreadsY];
 #pragma unroll
         for (int y = 0; y < kColThreadsY; ++y) s[y] = partial[y][c][tx];
-#pragma unroll
-        for (int w = kColThreadsY / 2; w > 0; w >>= 1) {
-#pragma unroll
-          for (int y = 0; y < w; ++y) s[y] += s[y + w];
-        }
+        tree_fold<kColThreadsY / 2>(s);
         dst[c] = static_cast<res_t>(s[0]);
       }
     }
