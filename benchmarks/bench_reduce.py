@@ -1,9 +1,8 @@
 """sum: cudasteps.sum against torch.sum (full, row and column sums), small-size host and graph
 times, and the ladder of full-reduction kernels."""
 
-import torch
-
 import cudasteps
+import torch
 
 MiB = 1 << 20
 
@@ -51,7 +50,7 @@ def run(bench):
         return
 
     # Full reductions.
-    for log2 in ((20, 24) if bench.quick else (20, 24, 28)):
+    for log2 in (20, 24) if bench.quick else (20, 24, 28):
         n = 1 << log2
         _compare(bench, f"full 2^{log2} fp32", [n], f32, None, 1)
 
@@ -78,7 +77,8 @@ def run(bench):
     case = f"full 2^{log2} fp32"
     for variant in cudasteps.ladder.variants("reduce"):
         ms = bench.time(lambda t, v=variant: cudasteps.ladder.run("reduce", v, t), inputs)
-        bench.record(op="sum", case=case, impl=f"ladder:{variant}", dtype=f32, shape=[n], ms=ms, bytes=4 * n + 4)
+        impl = f"ladder:{variant}"
+        bench.record(op="sum", case=case, impl=impl, dtype=f32, shape=[n], ms=ms, bytes=4 * n + 4)
 
     bench.section(
         "sum: what each step buys",

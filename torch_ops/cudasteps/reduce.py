@@ -111,9 +111,7 @@ def _ladder_sum_fake(x, variant):
     _checks.check(
         x.dtype == torch.float32, "ladder_sum", f"self must be Float, got {_checks.dtype_name(x.dtype)}"
     )
-    _checks.check(
-        x.is_contiguous(), "ladder_sum", f"self must be contiguous, got strides {list(x.stride())}"
-    )
+    _checks.check(x.is_contiguous(), "ladder_sum", f"self must be contiguous, got strides {list(x.stride())}")
     _checks.check(
         variant in LADDER, "ladder_sum", f"variant must be one of {', '.join(LADDER)}, got '{variant}'"
     )
