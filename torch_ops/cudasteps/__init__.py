@@ -12,8 +12,9 @@ load_extension()
 
 from . import ladder  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
+from .reduce import sum  # noqa: E402,A004
 
-__all__ = ["copy", "copy_", "cuda_available", "ladder"]
+__all__ = ["copy", "copy_", "cuda_available", "ladder", "sum"]
 
 
 def cuda_available() -> bool:
