@@ -9,12 +9,14 @@ of them side by side so the results table shows what each optimization buys.
 """
 
 from . import copy as _copy
+from . import reduce as _reduce
 from . import transpose as _transpose
 
 # family name -> its module, which defines LADDER (naive first) and run_ladder(variant, *args).
 _FAMILIES = {
     "copy": _copy,
     "transpose": _transpose,
+    "reduce": _reduce,
 }
 
 
