@@ -37,15 +37,47 @@ def smoke_copy(dev):
     check("copy_", cudasteps.copy_(dst, x.t()), x.t())
 
 
+def smoke_transpose(dev):
+    for shape in [(1, 1), (33, 65), (65, 33), (3, 37, 129), (1, 1000), (1000, 1)]:
+        for dtype in [torch.float32, torch.bfloat16, torch.uint8, torch.float64]:
+            x = torch.randn(shape, device=dev).to(dtype)
+            check(f"transpose {shape} {dtype}", cudasteps.transpose(x), x.transpose(-2, -1))
+            xm = torch.randn(x.numel() + 1, device=dev).to(dtype)[1:].view(shape)  # storage offset 1
+            check(f"transpose misaligned {shape} {dtype}", cudasteps.transpose(xm), xm.transpose(-2, -1))
+    x = torch.randn(67, 45, device=dev)
+    out = torch.empty(45, 67, device=dev)
+    check("transpose_", cudasteps.transpose_(out, x), x.t())
+    for v in cudasteps.ladder.variants("transpose"):
+        check(f"ladder transpose {v}", cudasteps.ladder.run("transpose", v, x), x.t())
+
+
+def smoke_reduce(dev):
+    x = torch.randn(37, 129, device=dev)
+    for dims in [None, 0, 1, (0, 1), -1]:
+        want = x.double().sum() if dims is None else x.double().sum(dims)
+        check(f"sum dim={dims}", cudasteps.sum(x, dims), want, tol=1e-4)
+    check("sum bf16 rows", cudasteps.sum(x.bfloat16(), -1), x.bfloat16().double().sum(-1), tol=5e-2)
+    check("sum misaligned", cudasteps.sum(x.flatten()[1:]), x.flatten()[1:].double().sum(), tol=1e-4)
+    y = torch.randn(3, 5, 7, 11, device=dev)
+    check("sum dims (0, 2)", cudasteps.sum(y, (0, 2)), y.double().sum((0, 2)), tol=1e-4)
+    big = torch.randn(300_001, device=dev)
+    for v in cudasteps.ladder.variants("reduce"):
+        check(f"ladder sum {v}", cudasteps.ladder.run("reduce", v, big), big.double().sum(), tol=1e-4)
+
+
 # family -> (smoke function, uses shared memory)
 FAMILIES = {
     "copy": (smoke_copy, False),
+    "transpose": (smoke_transpose, True),
+    "reduce": (smoke_reduce, True),
 }
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--smem-only", action="store_true", help="only families whose kernels use shared memory")
+    parser.add_argument(
+        "--smem-only", action="store_true", help="only families whose kernels use shared memory"
+    )
     args = parser.parse_args()
     if not (torch.cuda.is_available() and cudasteps.cuda_available()):
         sys.exit("sanitize_smoke: needs a CUDA device and a CUDA build")
