@@ -12,8 +12,9 @@ load_extension()
 
 from . import ladder  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
+from .gemm import addmm, linear, mm  # noqa: E402
 
-__all__ = ["copy", "copy_", "cuda_available", "ladder"]
+__all__ = ["addmm", "copy", "copy_", "cuda_available", "ladder", "linear", "mm"]
 
 
 def cuda_available() -> bool:
