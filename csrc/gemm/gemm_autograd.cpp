@@ -114,7 +114,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
       const at::Tensor input2d = input.reshape({rows, K});
       grad_weight = mm_call(grad2d.t(), input2d);  // [N, rows] @ [rows, K]
     }
-    if (ctx->needs_input_grad(2) && ctx->saved_data["has_bias"].toBool()) {
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
       grad_bias = at::sum_to(grad2d.sum(0), ctx->saved_data["bias_sizes"].toIntVector());
     }
     return {grad_input, grad_weight, grad_bias};

@@ -8,14 +8,17 @@
 // of 4 take the scalar-load instantiation (Vec = false); the math is the same.
 //
 // Config table (kConfigs below; the `cfg:<name>` ladder variants run each one by name):
-//   128x128x16_w64x32_t8x8  the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
-//                           per SM (<= 128 registers), 33 KiB shared memory per block, k loop not
-//                           unrolled (KUnroll = 1: full unrolling spills at 128 registers).
-//   128x128x8_w64x32_t8x8   same with an 8-deep K slice: half the shared memory, twice the barriers.
+//   128x128x8_w64x32_t8x8   the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
+//                           per SM (<= 128 registers: 119-125 used, no spills in any of the 8
+//                           layout/alignment instantiations), 17 KiB shared memory per block, k loop
+//                           not unrolled (KUnroll = 1: unrolling 2x or more spills at 128 registers).
+//   128x128x16_w64x32_t8x8  16-deep K slice: half the barriers per FFMA, 33 KiB shared memory;
+//                           spills 8 bytes in the TT-like (A row-major, B column-major) layouts.
 //   128x128x16_w32x64_t8x8  warp tile 32 x 64 instead of 64 x 32 (A/B shared-load balance flipped).
 //   128x128x16_w64x32_t8x8_occ1  1 block per SM (up to 255 registers), k loop fully unrolled: ILP
 //                           instead of occupancy hides the shared-load latency.
-//   128x64x16_w64x32_t8x8   128 threads: twice as many blocks for mid-size outputs.
+//   128x64x16_w64x32_t8x8   128 threads: twice as many blocks for mid-size outputs (3 blocks/SM:
+//                           4 blocks/SM would cap registers at 128 and spill).
 //   64x64x16_w32x32_t8x4    128 threads, 8x4 per thread: 4x the blocks of the main config, to fill
 //                           132 SMs on small outputs (1024^2) when K is too short to split.
 // Choice (choose_config): the main config whenever it yields at least one block per SM; otherwise,
@@ -37,11 +40,11 @@ namespace gemm {
 namespace {
 
 //                        BM   BN  BK  WM  WN TM TN St Warp  MinBlk KUnroll
-using CfgMain = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 2, 1>;
-using CfgBK8 = TileConfig<128, 128, 8, 64, 32, 8, 8, 2, true, 2, 1>;
+using CfgMain = TileConfig<128, 128, 8, 64, 32, 8, 8, 2, true, 2, 1>;
+using CfgBK16 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 2, 1>;
 using CfgW32x64 = TileConfig<128, 128, 16, 32, 64, 8, 8, 2, true, 2, 1>;
 using CfgOcc1 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 1, 16>;
-using CfgMid = TileConfig<128, 64, 16, 64, 32, 8, 8, 2, true, 4, 1>;
+using CfgMid = TileConfig<128, 64, 16, 64, 32, 8, 8, 2, true, 3, 1>;
 using CfgSmall = TileConfig<64, 64, 16, 32, 32, 8, 4, 2, true, 4, 16>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
@@ -86,8 +89,8 @@ constexpr ConfigEntry entry(const char* name) {
 
 // The table. Index 0 is the main config.
 const ConfigEntry kConfigs[] = {
-    entry<CfgMain>("128x128x16_w64x32_t8x8"),
-    entry<CfgBK8>("128x128x8_w64x32_t8x8"),
+    entry<CfgMain>("128x128x8_w64x32_t8x8"),
+    entry<CfgBK16>("128x128x16_w64x32_t8x8"),
     entry<CfgW32x64>("128x128x16_w32x64_t8x8"),
     entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
     entry<CfgMid>("128x64x16_w64x32_t8x8"),

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/launch.cuh"
+#include "common/vec.cuh"
 #include "gemm/gemm_cuda.h"
 #include "gemm/gemm_tiles.cuh"
 

@@ -187,6 +187,19 @@ __device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int
   }
 }
 
+// First output row and column of this block's tile. Grouped order: kGroupM tile rows at a time,
+// column by column inside the group, so that consecutive blocks share panels of A and B in L2.
+template <class Cfg>
+__device__ __forceinline__ void tile_origin(const SgemmParams& p, int64_t& m0, int64_t& n0) {
+  const int tile = blockIdx.x;
+  const int tiles_per_group = kGroupM * p.tiles_n;
+  const int first_m = (tile / tiles_per_group) * kGroupM;
+  const int group_rows = min(p.tiles_m - first_m, kGroupM);
+  const int in_group = tile % tiles_per_group;
+  m0 = int64_t(first_m + in_group % group_rows) * Cfg::BM;
+  n0 = int64_t(in_group / group_rows) * Cfg::BN;
+}
+
 // ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
@@ -195,14 +208,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   float* smem = reinterpret_cast<float*>(smem_raw);
   const int tid = threadIdx.x;
 
-  // Grouped tile order: kGroupM tile rows at a time, column by column inside the group.
-  const int tile = blockIdx.x;
-  const int tiles_per_group = kGroupM * p.tiles_n;
-  const int first_m = (tile / tiles_per_group) * kGroupM;
-  const int group_rows = min(p.tiles_m - first_m, kGroupM);
-  const int in_group = tile % tiles_per_group;
-  const int64_t m0 = int64_t(first_m + in_group % group_rows) * Cfg::BM;
-  const int64_t n0 = int64_t(in_group / group_rows) * Cfg::BN;
+  int64_t m0, n0;
+  tile_origin<Cfg>(p, m0, n0);
 
   const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
   const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
@@ -305,6 +312,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   }
 
   // Epilogue. The output (and the split-K workspace) is row-major with leading dimension N.
+  // The tile origin is recomputed rather than kept live through the main loop (registers).
+  tile_origin<Cfg>(p, m0, n0);
   float* out = p.out + int64_t(blockIdx.z) * p.out_split_stride;
   const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
 #pragma unroll

@@ -31,8 +31,8 @@ LADDER = (
 # The config table of the final kernel, each runnable by name through ladder_mm ("cfg:<name>"),
 # optionally with a split-K factor ("cfg:<name>:s<splits>"). Index 0 is the main config.
 CONFIGS = (
-    "128x128x16_w64x32_t8x8",
     "128x128x8_w64x32_t8x8",
+    "128x128x16_w64x32_t8x8",
     "128x128x16_w32x64_t8x8",
     "128x128x16_w64x32_t8x8_occ1",
     "128x64x16_w64x32_t8x8",
