@@ -5,10 +5,9 @@ flops = 2 * M * N * K for every case. The shape grid is the issue's (#5); every 
 4096^3 and on the skinny shapes, so one run shows which config wins where.
 """
 
+import cudasteps
 import torch
 import torch.nn.functional as F
-
-import cudasteps
 from cudasteps import gemm as G
 
 F32 = torch.float32
@@ -47,7 +46,9 @@ def _mm(bench, m, n, k, impls):
     inputs = bench.rotation(_mm_inputs(m, n, k, bench.device), 4 * (m * k + k * n))
     for impl, fn in impls:
         ms = bench.time(fn, inputs)
-        bench.record(op="mm", case=_case(m, n, k), impl=impl, dtype=F32, shape=[m, n, k], ms=ms, flops=2 * m * n * k)
+        bench.record(
+            op="mm", case=_case(m, n, k), impl=impl, dtype=F32, shape=[m, n, k], ms=ms, flops=2 * m * n * k
+        )
 
 
 def run(bench):
@@ -76,13 +77,23 @@ def run(bench):
     m = bsz * seq
     for impl, fn in (("torch", F.linear), ("cudasteps", cudasteps.linear)):
         ms = bench.time(fn, inputs)
-        bench.record(op="linear", case=case, impl=impl, dtype=F32, shape=[m, n_out, k_in], ms=ms, flops=2 * m * n_out * k_in)
+        bench.record(
+            op="linear",
+            case=case,
+            impl=impl,
+            dtype=F32,
+            shape=[m, n_out, k_in],
+            ms=ms,
+            flops=2 * m * n_out * k_in,
+        )
 
     # The ladder: naive steps at 2048^3 (each is seconds at 4096^3), the rest at 4096^3.
     for size, variants in ((2048, G.LADDER), (4096, tuple(v for v in G.LADDER if v not in SLOW_LADDER))):
         if bench.quick and size == 4096:
             variants = variants[-3:]
-        impls = [("torch", torch.mm)] + [(f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in variants]
+        impls = [("torch", torch.mm)] + [
+            (f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in variants
+        ]
         _mm(bench, size, size, size, impls)
 
     # Every config of the final kernel, at 4096^3 and on the skinny shapes (sweep for the dispatcher).

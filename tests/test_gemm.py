@@ -1,11 +1,10 @@
 """Tests for the gemm family: mm, addmm, linear, ladder_mm (csrc/gemm)."""
 
+import cudasteps
 import pytest
 import torch
 import torch.nn.functional as F
 from _helpers import DEVICES, make_tensor, misaligned, rel_err, requires_cuda
-
-import cudasteps
 from cudasteps import gemm as G
 
 # Relative Frobenius error vs a float64 reference. float32 accumulation over K terms grows like
@@ -15,7 +14,7 @@ F64_TOL = 1e-12
 
 
 def ref_mm(a, b):
-    return (a.double().cpu() @ b.double().cpu())
+    return a.double().cpu() @ b.double().cpu()
 
 
 def tol(dtype):
@@ -64,7 +63,10 @@ def test_mm_strided_and_offset_views(device):
         (base_a[3:30, 5:41], base_b[7:43, 2:55]),  # row-major views with ld > cols, offsets
         (base_a[::2, 1:37], base_b[1:37, ::3]),  # non-unit strides both ways: copied
         (base_a[1:37, 2:29].t(), base_b[4:40, 3:50]),  # column-major view with an offset
-        (misaligned((33, 21), torch.float32, device, seed=3), misaligned((21, 19), torch.float32, device, seed=4)),
+        (
+            misaligned((33, 21), torch.float32, device, seed=3),
+            misaligned((21, 19), torch.float32, device, seed=4),
+        ),
         (make_tensor((5, 1), device=device).expand(5, 7), make_tensor((7, 6), device=device)),  # stride 0
     ]
     for a, b in cases:
@@ -79,8 +81,14 @@ def test_mm_empty(device, dtype):
     b = make_tensor((0, 7), dtype, device)
     out = cudasteps.mm(a, b)
     assert out.shape == (5, 7) and torch.equal(out.cpu(), torch.zeros(5, 7, dtype=dtype))
-    assert cudasteps.mm(make_tensor((0, 4), dtype, device), make_tensor((4, 3), dtype, device)).shape == (0, 3)
-    assert cudasteps.mm(make_tensor((3, 4), dtype, device), make_tensor((4, 0), dtype, device)).shape == (3, 0)
+    assert cudasteps.mm(make_tensor((0, 4), dtype, device), make_tensor((4, 3), dtype, device)).shape == (
+        0,
+        3,
+    )
+    assert cudasteps.mm(make_tensor((3, 4), dtype, device), make_tensor((4, 0), dtype, device)).shape == (
+        3,
+        0,
+    )
 
 
 # ---------------------------------------------------------------- addmm and linear
@@ -148,22 +156,29 @@ def test_errors(device):
         cudasteps.mm(a.view(1, 3, 4), b)
     with pytest.raises(RuntimeError, match=r"cudasteps.mm: mat2 must be 2-D, got 1-D"):
         cudasteps.mm(a, b[0])
-    with pytest.raises(RuntimeError, match=r"cudasteps.mm: mat2.size\(0\) must equal self.size\(1\) \(4\), got 5"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2.size\(0\) must equal self.size\(1\) \(4\), got 5"
+    ):
         cudasteps.mm(a, make_tensor((5, 2), device=device))
     with pytest.raises(
         RuntimeError,
-        match=r"cudasteps.mm: mat2 must be float32 or float64, got Half \(use torch.mm for half/bf16 tensor-core GEMM\)",
+        match=r"cudasteps.mm: mat2 must be float32 or float64, got Half "
+        r"\(use torch.mm for half/bf16 tensor-core GEMM\)",
     ):
         cudasteps.mm(a, b.half())
     with pytest.raises(RuntimeError, match=r"cudasteps.mm: self must be float32 or float64, got Long"):
         cudasteps.mm(a.long(), b)
-    with pytest.raises(RuntimeError, match=r"cudasteps.mm: mat2 must have the dtype of self \(Float\), got Double"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2 must have the dtype of self \(Float\), got Double"
+    ):
         cudasteps.mm(a, b.double())
     with pytest.raises(RuntimeError, match=r"cudasteps.addmm: self must be broadcastable to \[3, 5\]"):
         cudasteps.addmm(make_tensor((2, 5), device=device), a, b)
     with pytest.raises(RuntimeError, match=r"cudasteps.addmm: mat1 must be float32 or float64, got BFloat16"):
         cudasteps.addmm(make_tensor((5,), device=device), a.bfloat16(), b)
-    with pytest.raises(RuntimeError, match=r"cudasteps.linear: weight.size\(1\) must equal input.size\(-1\) \(4\)"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.linear: weight.size\(1\) must equal input.size\(-1\) \(4\)"
+    ):
         cudasteps.linear(a, make_tensor((6, 5), device=device))
     with pytest.raises(RuntimeError, match=r"cudasteps.linear: bias must have shape \[6\]"):
         cudasteps.linear(a, make_tensor((6, 4), device=device), make_tensor((5,), device=device))
@@ -174,7 +189,9 @@ def test_errors(device):
 @requires_cuda
 def test_errors_device():
     a = make_tensor((3, 4), device="cuda")
-    with pytest.raises(RuntimeError, match=r"cudasteps.mm: mat2 must be on self's device \(cuda:0\), got cpu"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2 must be on self's device \(cuda:0\), got cpu"
+    ):
         cudasteps.mm(a, make_tensor((4, 5)))
     with pytest.raises(RuntimeError, match=r"cudasteps.linear: weight must be on input's device"):
         cudasteps.linear(a, make_tensor((5, 4)))
@@ -198,6 +215,19 @@ def test_gradcheck_cpu():
     bias = make_tensor((4,), torch.float64, seed=6).requires_grad_()
     assert torch.autograd.gradcheck(cudasteps.linear, (x, w, bias))
     assert torch.autograd.gradcheck(lambda x, w: cudasteps.linear(x, w), (x, w))
+
+
+@pytest.mark.parametrize("self_shape", [(5, 4), (1, 4), (5, 1), (1,), ()])
+def test_gradcheck_broadcast_self_and_bias(self_shape):
+    a = make_tensor((5, 3), torch.float64, seed=1).requires_grad_()
+    b = make_tensor((3, 4), torch.float64, seed=2).requires_grad_()
+    s = make_tensor(self_shape, torch.float64, seed=3).requires_grad_()
+    assert torch.autograd.gradcheck(lambda s, a, b: cudasteps.addmm(s, a, b, beta=2.0), (s, a, b))
+    if len(self_shape) <= 1:
+        bias = make_tensor((4,) if self_shape == (5, 1) else self_shape, torch.float64, seed=4)
+        bias = bias.requires_grad_()
+        w = make_tensor((4, 3), torch.float64, seed=5).requires_grad_()
+        assert torch.autograd.gradcheck(cudasteps.linear, (a, w, bias))
 
 
 @requires_cuda
@@ -270,7 +300,14 @@ def test_compile(device):
 
 # ---------------------------------------------------------------- ladder and configs (CUDA)
 
-LADDER_SHAPES = [(1, 1, 1), (67, 33, 5), (128, 128, 128), (259, 131, 517), (1000, 1000, 1000), (64, 2048, 4096)]
+LADDER_SHAPES = [
+    (1, 1, 1),
+    (67, 33, 5),
+    (128, 128, 128),
+    (259, 131, 517),
+    (1000, 1000, 1000),
+    (64, 2048, 4096),
+]
 
 
 @requires_cuda
@@ -304,7 +341,9 @@ def test_configs_layouts(variant, ta, tb, misalign):
 
 
 @requires_cuda
-@pytest.mark.parametrize("shape", [(128, 8192, 4096), (8192, 128, 4096), (4096, 4096, 128), (4097, 4095, 4099)])
+@pytest.mark.parametrize(
+    "shape", [(128, 8192, 4096), (8192, 128, 4096), (4096, 4096, 128), (4097, 4095, 4099)]
+)
 def test_mm_big_shapes_cuda(shape):
     m, n, k = shape
     a = make_tensor((m, k), device="cuda", seed=1)

@@ -1,7 +1,7 @@
-// Autograd for mm, addmm and linear. The backward runs cudasteps::mm on transposed views (which
-// the kernels read in place: a transposed view is a column-major operand), so training with
-// cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias / broadcast-self gradients are
-// reductions (at::sum_to, until the reduce family's cudasteps::sum lands on main).
+// Autograd for mm, addmm and linear. The backward runs cudasteps::mm on transposed views, which
+// the kernels read in place (a transposed view is a column-major operand), so training with
+// cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
+// reductions through cudasteps::sum.
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -31,6 +31,30 @@ at::Tensor linear_call(const at::Tensor& input, const at::Tensor& weight,
           "linear");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   return op.call(input, weight, bias);
+}
+
+at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                             c10::optional<at::ScalarType>)>("sum");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(t, at::OptionalIntArrayRef(dims), keepdim, c10::nullopt);
+}
+
+// at::sum_to through cudasteps::sum: reduce `grad` to `sizes` (leading dims dropped, broadcast
+// size-1 dims kept). Never called with an empty dim list (which would mean "all dims").
+at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<int64_t>& sizes) {
+  at::Tensor r = grad;
+  const int64_t lead = grad.dim() - int64_t(sizes.size());
+  if (lead > 0) {
+    std::vector<int64_t> dims(lead);
+    for (int64_t d = 0; d < lead; ++d) dims[d] = d;
+    r = sum_call(r, dims, false);
+  }
+  std::vector<int64_t> ones;
+  for (int64_t d = 0; d < int64_t(sizes.size()); ++d)
+    if (sizes[d] == 1 && r.size(d) != 1) ones.push_back(d);
+  if (!ones.empty()) r = sum_call(r, ones, true);
+  return r;
 }
 
 // grad_a = grad @ b^T and grad_b = a^T @ grad, each only when needed.
@@ -73,7 +97,7 @@ class AddmmFunction : public torch::autograd::Function<AddmmFunction> {
     at::Tensor grad_self, grad_a, grad_b;
     if (ctx->needs_input_grad(0)) {
       const auto sizes = ctx->saved_data["self_sizes"].toIntVector();
-      grad_self = at::sum_to(grad, sizes);
+      grad_self = sum_to_sizes(grad, sizes);
       if (beta.toDouble() != 1.0) grad_self = grad_self.mul(beta);
     }
     // alpha * (a @ b): d/da = alpha * grad @ b^T, d/db = alpha * a^T @ grad.
@@ -115,7 +139,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
       grad_weight = mm_call(grad2d.t(), input2d);  // [N, rows] @ [rows, K]
     }
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
-      grad_bias = at::sum_to(grad2d.sum(0), ctx->saved_data["bias_sizes"].toIntVector());
+      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toIntVector());
     }
     return {grad_input, grad_weight, grad_bias};
   }

@@ -14,7 +14,7 @@
 //                           not unrolled (KUnroll = 1: unrolling 2x or more spills at 128 registers).
 //   128x128x16_w64x32_t8x8  16-deep K slice: half the barriers per FFMA, 33 KiB shared memory;
 //                           spills 8 bytes in the TT-like (A row-major, B column-major) layouts.
-//   128x128x16_w32x64_t8x8  warp tile 32 x 64 instead of 64 x 32 (A/B shared-load balance flipped).
+//   128x128x8_w32x64_t8x8   warp tile 32 x 64 instead of 64 x 32 (A/B shared-load balance flipped).
 //   128x128x16_w64x32_t8x8_occ1  1 block per SM (up to 255 registers), k loop fully unrolled: ILP
 //                           instead of occupancy hides the shared-load latency.
 //   128x64x16_w64x32_t8x8   128 threads: twice as many blocks for mid-size outputs (3 blocks/SM:
@@ -22,8 +22,8 @@
 //   64x64x16_w32x32_t8x4    128 threads, 8x4 per thread: 4x the blocks of the main config, to fill
 //                           132 SMs on small outputs (1024^2) when K is too short to split.
 // Choice (choose_config): the main config whenever it yields at least one block per SM; otherwise,
-// when K >= 2048, the main config with split-K (enough splits for ~2 blocks per SM, K slices of at
-// least 256); otherwise the largest smaller tile that fills the SMs, else the 64x64 tile.
+// when K >= 2048, the main config with split-K (as many splits as fit in one wave of resident
+// blocks, K slices of at least 256); otherwise the largest smaller tile that fills the SMs, else the 64x64 tile.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -42,7 +42,7 @@ namespace {
 //                        BM   BN  BK  WM  WN TM TN St Warp  MinBlk KUnroll
 using CfgMain = TileConfig<128, 128, 8, 64, 32, 8, 8, 2, true, 2, 1>;
 using CfgBK16 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 2, 1>;
-using CfgW32x64 = TileConfig<128, 128, 16, 32, 64, 8, 8, 2, true, 2, 1>;
+using CfgW32x64 = TileConfig<128, 128, 8, 32, 64, 8, 8, 2, true, 2, 1>;
 using CfgOcc1 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 1, 16>;
 using CfgMid = TileConfig<128, 64, 16, 64, 32, 8, 8, 2, true, 3, 1>;
 using CfgSmall = TileConfig<64, 64, 16, 32, 32, 8, 4, 2, true, 4, 16>;
@@ -91,7 +91,7 @@ constexpr ConfigEntry entry(const char* name) {
 const ConfigEntry kConfigs[] = {
     entry<CfgMain>("128x128x8_w64x32_t8x8"),
     entry<CfgBK16>("128x128x16_w64x32_t8x8"),
-    entry<CfgW32x64>("128x128x16_w32x64_t8x8"),
+    entry<CfgW32x64>("128x128x8_w32x64_t8x8"),
     entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
     entry<CfgMid>("128x64x16_w64x32_t8x8"),
     entry<CfgSmall>("64x64x16_w32x32_t8x4"),
@@ -117,8 +117,9 @@ void choose_config(int64_t M, int64_t N, int64_t K, int& config, int& splits) {
     config = kMainConfig;
   } else if (K >= kSplitKMinK) {
     config = kMainConfig;
-    // ~2 resident blocks per SM in total.
-    const int64_t want = ceil_div<int64_t>(2 * sms, main_tiles);
+    // As many splits as fit in ONE wave of resident blocks (MinBlocks per SM): rounding up would
+    // leave a mostly empty second wave (64 tiles x 5 splits on 264 slots runs at 60%).
+    const int64_t want = (int64_t(CfgMain::MinBlocks) * sms) / main_tiles;
     splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
   } else if (tiles_of(kConfigs[kMidConfig], M, N) >= sms) {
     config = kMidConfig;

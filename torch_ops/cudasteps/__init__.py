@@ -13,8 +13,9 @@ load_extension()
 from . import ladder  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
 from .gemm import addmm, linear, mm  # noqa: E402
+from .reduce import sum  # noqa: E402,A004
 
-__all__ = ["addmm", "copy", "copy_", "cuda_available", "ladder", "linear", "mm"]
+__all__ = ["addmm", "copy", "copy_", "cuda_available", "ladder", "linear", "mm", "sum"]
 
 
 def cuda_available() -> bool:

@@ -33,14 +33,12 @@ LADDER = (
 CONFIGS = (
     "128x128x8_w64x32_t8x8",
     "128x128x16_w64x32_t8x8",
-    "128x128x16_w32x64_t8x8",
+    "128x128x8_w32x64_t8x8",
     "128x128x16_w64x32_t8x8_occ1",
     "128x64x16_w64x32_t8x8",
     "64x64x16_w32x32_t8x4",
 )
-CONFIG_VARIANTS = tuple(f"cfg:{c}" for c in CONFIGS) + tuple(
-    f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8)
-)
+CONFIG_VARIANTS = tuple(f"cfg:{c}" for c in CONFIGS) + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
 
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
 
@@ -131,9 +129,7 @@ def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1):
     _checks.same_dtype(self, mat1, "addmm", "self", "mat1")
     _checks.same_device(self, mat1, "addmm", "self", "mat1")
     m, n = mat1.shape[0], mat2.shape[1]
-    ok = self.dim() <= 2 and all(
-        s == t or s == 1 for s, t in zip(reversed(self.shape), (n, m))
-    )
+    ok = self.dim() <= 2 and all(s == t or s == 1 for s, t in zip(reversed(self.shape), (n, m)))
     _checks.check(ok, "addmm", f"self must be broadcastable to [{m}, {n}], got shape {list(self.shape)}")
     return mat1.new_empty((m, n))
 
@@ -142,7 +138,9 @@ def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1):
 def _linear_fake(input, weight, bias=None):
     op = "linear"
     _checks.check(
-        input.dim() >= 1, op, f"input must have at least 1 dimensions, got {input.dim()}-D with shape {list(input.shape)}"
+        input.dim() >= 1,
+        op,
+        f"input must have at least 1 dimensions, got {input.dim()}-D with shape {list(input.shape)}",
     )
     _check_dim(weight, 2, op, "weight")
     _check_dtype(input, op, "input")
