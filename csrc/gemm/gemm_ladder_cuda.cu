@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(k2dThreads)
 }
 
 // ---- vectorized / warptile: the gemm_tiles.cuh kernel with features switched off ----
-using CfgVectorized = TileConfig<128, 128, 8, 128, 128, 8, 8, 1, false, 2>;
+using CfgVectorized = TileConfig<128, 128, 8, 128, 128, 8, 8, 1, false, 2, 1>;
 using CfgWarptile = TileConfig<128, 128, 16, 64, 32, 8, 8, 1, true, 2, 1>;
 
 template <class Cfg>
