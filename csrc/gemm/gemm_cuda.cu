@@ -226,6 +226,9 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     return out;
   }
 
+  // The kernel tracks the K extent left in a 32-bit register.
+  CUDASTEPS_CHECK(K <= int64_t(INT_MAX) - 64, "mm", "the inner dimension K must be below 2^31 - 64 ",
+                  "for float32, got ", K);
   const Operand a = make_operand(a_t);
   const Operand b = make_operand(b_t);
   const bool vec = is_aligned(a.ptr, 16) && a.ld % 4 == 0 && is_aligned(b.ptr, 16) && b.ld % 4 == 0;
