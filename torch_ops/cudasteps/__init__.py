@@ -12,10 +12,11 @@ load_extension()
 
 from . import ladder  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
+from .gemm import addmm, linear, mm  # noqa: E402
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
 
-__all__ = ["copy", "copy_", "cuda_available", "ladder", "sum", "transpose", "transpose_"]
+__all__ = ["addmm", "copy", "copy_", "cuda_available", "ladder", "linear", "mm", "sum", "transpose", "transpose_"]
 
 
 def cuda_available() -> bool:
