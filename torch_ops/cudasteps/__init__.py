@@ -12,8 +12,21 @@ load_extension()
 
 from . import ladder  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
+from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
+from . import nn  # noqa: E402,F401
 
-__all__ = ["copy", "copy_", "cuda_available", "ladder"]
+__all__ = [
+    "copy",
+    "copy_",
+    "cuda_available",
+    "ladder",
+    "add",
+    "bias_act",
+    "bias_act_backward",
+    "mul",
+    "nn",
+    "sum_leading",
+]
 
 
 def cuda_available() -> bool:

@@ -9,10 +9,12 @@ of them side by side so the results table shows what each optimization buys.
 """
 
 from . import copy as _copy
+from . import elementwise as _elementwise
 
 # family name -> its module, which defines LADDER (naive first) and run_ladder(variant, *args).
 _FAMILIES = {
     "copy": _copy,
+    "elementwise": _elementwise,
 }
 
 
