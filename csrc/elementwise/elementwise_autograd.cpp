@@ -55,14 +55,15 @@ bool is_per_feature(const at::Tensor& self, const at::Tensor& other) {
 
 class BiasActFunction : public torch::autograd::Function<BiasActFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
+  // bias as an optional: an absent bias is a non-tensor input to autograd (no edge, no grad).
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const OptTensor& bias,
                             c10::string_view act) {
     at::Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
-      y = bias_act_call(x, as_optional(bias), act);
+      y = bias_act_call(x, bias, act);
     }
-    ctx->save_for_backward({x, bias});
+    ctx->save_for_backward({x, bias.has_value() ? *bias : at::Tensor()});
     ctx->saved_data["act"] = std::string(act);
     return y;
   }
@@ -115,8 +116,9 @@ class MulFunction : public torch::autograd::Function<MulFunction> {
       out = mul_call(self, other);
     }
     // Each gradient needs the other operand only: save what the requested gradients need.
-    const bool need_self = needs_grad(other);
-    const bool need_other = needs_grad(self);
+    // (Grad mode is off inside forward, so ask requires_grad directly, not needs_grad.)
+    const bool need_self = other.requires_grad();
+    const bool need_other = self.requires_grad();
     ctx->save_for_backward({need_self ? self : at::Tensor(), need_other ? other : at::Tensor()});
     ctx->saved_data["per_feature"] = is_per_feature(self, other);
     ctx->saved_data["other_dtype"] = other.scalar_type();
@@ -144,7 +146,7 @@ at::Tensor bias_act_autograd(const at::Tensor& x, const OptTensor& bias, c10::st
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return bias_act_call(x, bias, act);
   }
-  return BiasActFunction::apply(x, bias.has_value() ? *bias : at::Tensor(), act);
+  return BiasActFunction::apply(x, bias, act);
 }
 
 at::Tensor add_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {

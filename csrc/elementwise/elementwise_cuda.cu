@@ -249,7 +249,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row_step = int64_t(gridDim.y) * row_threads;
     int64_t r = int64_t(blockIdx.y) * row_threads + ty;
     for (; r + (kRowUnroll - 1) * row_step < rows; r += kRowUnroll * row_step) {
-      V gin[kRowUnroll], ain[kRowUnroll];
+      V gin[kRowUnroll];
+      [[maybe_unused]] V ain[kRowUnroll];
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
         const int64_t off = (r + u * row_step) * cols + c0;
@@ -258,11 +259,11 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
-        V o;
+        [[maybe_unused]] V o;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
-          o.val[k] = T(d);
+          if constexpr (kWriteOut) o.val[k] = T(d);
           acc[k] += d;
         }
         if constexpr (kWriteOut) *reinterpret_cast<V*>(out + (r + u * row_step) * cols + c0) = o;
@@ -271,13 +272,13 @@ __global__ void __launch_bounds__(kThreads)
     for (; r < rows; r += row_step) {
       const int64_t off = r * cols + c0;
       const V gin = *reinterpret_cast<const V*>(g + off);
-      V ain;
+      [[maybe_unused]] V ain;
       if constexpr (kHasA) ain = *reinterpret_cast<const V*>(a + off);
-      V o;
+      [[maybe_unused]] V o;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         const Acc d = op(Acc(gin.val[k]), kHasA ? Acc(ain.val[k]) : Acc(1), vv[k]);
-        o.val[k] = T(d);
+        if constexpr (kWriteOut) o.val[k] = T(d);
         acc[k] += d;
       }
       if constexpr (kWriteOut) *reinterpret_cast<V*>(out + off) = o;
@@ -538,10 +539,12 @@ at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::
       // Step 1 (unfused): the bias add and the activation as two kernels, with a round trip of
       // the intermediate through memory (as eager PyTorch runs F.gelu(x + b)).
       const scalar_t* src = x.const_data_ptr<scalar_t>();
+      at::Tensor sum;  // x + bias, materialized
       if (v != nullptr) {
-        launch_rowvec<scalar_t>(src, v, v_is_float, out.data_ptr<scalar_t>(), num_rows(x),
+        sum = at::empty_like(x);
+        launch_rowvec<scalar_t>(src, v, v_is_float, sum.data_ptr<scalar_t>(), num_rows(x),
                                 num_cols(x), AddOp<Acc>{Acc(1)}, stream, name);
-        src = out.const_data_ptr<scalar_t>();
+        src = sum.const_data_ptr<scalar_t>();
       }
       launch_flat<scalar_t, false>(src, nullptr, out.data_ptr<scalar_t>(), x.numel(),
                                    BiasActOp<decltype(a)::value>{}, stream);
