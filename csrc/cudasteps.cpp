@@ -15,7 +15,9 @@
 TORCH_LIBRARY(cudasteps, m) {
   // ---- copy (csrc/copy) ----
   m.def("copy(Tensor self) -> Tensor");
-  m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
+  // Mutating ops return nothing: functionalization (torch.compile, opcheck) rejects custom ops
+  // whose outputs alias an input. The Python wrappers return the mutated tensor.
+  m.def("copy_(Tensor(a!) self, Tensor src) -> ()");
   m.def("ladder_copy(Tensor self, str variant) -> Tensor");
 
   // ---- transpose (csrc/transpose) ----

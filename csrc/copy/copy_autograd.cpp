@@ -13,7 +13,7 @@ at::Tensor copy_redispatch(const at::Tensor& self) {
 }
 
 void copy__redispatch(at::Tensor& self, const at::Tensor& src) {
-  static const auto op = typed_op<at::Tensor&(at::Tensor&, const at::Tensor&)>("copy_");
+  static const auto op = typed_op<void(at::Tensor&, const at::Tensor&)>("copy_");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   op.call(self, src);
 }
@@ -46,14 +46,13 @@ at::Tensor copy_autograd(const at::Tensor& self) {
   return CopyFunction::apply(self);
 }
 
-at::Tensor& copy__autograd(at::Tensor& self, const at::Tensor& src) {
+void copy__autograd(at::Tensor& self, const at::Tensor& src) {
   if (!needs_grad(self, src)) {
     copy__redispatch(self, src);
     self.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
-    return self;
+    return;
   }
   CopyInplaceFunction::apply(self, src);
-  return self;
 }
 
 }  // namespace

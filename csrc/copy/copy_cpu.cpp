@@ -55,9 +55,8 @@ at::Tensor copy_cpu(const at::Tensor& self) {
   return out;
 }
 
-at::Tensor& copy__cpu(at::Tensor& self, const at::Tensor& src) {
+void copy__cpu(at::Tensor& self, const at::Tensor& src) {
   if (check_copy_args(self, src)) copy_cpu_impl(self, src);
-  return self;
 }
 
 }  // namespace

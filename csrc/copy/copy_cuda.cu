@@ -183,9 +183,8 @@ at::Tensor copy_cuda(const at::Tensor& self) {
   return out;
 }
 
-at::Tensor& copy__cuda(at::Tensor& self, const at::Tensor& src) {
+void copy__cuda(at::Tensor& self, const at::Tensor& src) {
   if (check_copy_args(self, src)) copy_cuda_impl(self, src);
-  return self;
 }
 
 // ---- Ladder -------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""cudasteps benchmark suite: `python -m benchmarks [--ops copy,transpose] [--quick]`."""

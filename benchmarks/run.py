@@ -1,0 +1,257 @@
+"""The benchmark report: every family's bench_<family>.py, side by side with PyTorch.
+
+    python -m benchmarks                      # all families, full sizes
+    python -m benchmarks --ops copy,reduce    # some families
+    python -m benchmarks --quick              # fewer, smaller cases
+
+Writes <results-dir>/<gpu-slug>.json (records as in ARCHITECTURE.md), <gpu-slug>.md (the tables)
+and <gpu-slug>-<op>.png (bandwidth against size for the memory-bound ops). The results directory is
+--results-dir, else $RESULTS_DIR, else benchmarks/results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import re
+import sys
+import time
+from collections import OrderedDict
+
+import torch
+
+import cudasteps
+from benchmarks.harness import Bench, fp32_peak_tflops
+
+FAMILY_ORDER = ["copy", "transpose", "reduce", "gemm", "elementwise"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def available_families() -> list[str]:
+    found = [f[len("bench_") : -3] for f in os.listdir(HERE) if f.startswith("bench_") and f.endswith(".py")]
+    return sorted(found, key=lambda f: (FAMILY_ORDER.index(f) if f in FAMILY_ORDER else 99, f))
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def device_info(device: torch.device) -> dict:
+    info = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudasteps_cuda_kernels": cudasteps.cuda_available(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(
+            name=props.name,
+            sm_count=props.multi_processor_count,
+            l2_bytes=props.L2_cache_size,
+            memory_gib=round(props.total_memory / 2**30, 1),
+        )
+    else:
+        info.update(name=f"CPU {platform.machine()} ({os.cpu_count()} cores)", threads=torch.get_num_threads())
+    return info
+
+
+class Progress:
+    """A progress bar over the families (tqdm when installed, plain lines otherwise)."""
+
+    def __init__(self, families):
+        self.bar = None
+        try:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=len(families), unit="family", file=sys.stderr, dynamic_ncols=True)
+        except ImportError:
+            print("(tqdm not installed: plain progress lines)", file=sys.stderr)
+
+    def start(self, family):
+        if self.bar is not None:
+            self.bar.set_description(family)
+        else:
+            print(f"[bench] {family} ...", file=sys.stderr, flush=True)
+
+    def on_record(self, rec):
+        text = f"{rec.op} {rec.case} {rec.impl}: {rec.ms:.4f} ms"
+        if self.bar is not None:
+            self.bar.set_postfix_str(text[:70])
+        else:
+            print(f"  {text}", file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fmt(x, digits=3):
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def markdown(bench: Bench, info: dict, peak_tflops: float | None, families) -> str:
+    c = bench.ceilings
+    lines = [f"# cudasteps benchmarks: {info['name']}", ""]
+    lines.append(
+        f"torch {info['torch']}, CUDA {info['cuda']}, {info['date']}. Produced by `make bench` "
+        f"({'quick' if bench.quick else 'full'} mode). Times are medians of CUDA-event timings "
+        "(wall clock on CPU); `speedup` is torch's time over this row's time for the same case."
+    )
+    lines.append("")
+    if c.copy_gbps:
+        lines.append(f"- Bandwidth ceiling (`copy_` of a large buffer, read + write): **{c.copy_gbps:.0f} GB/s**")
+    if c.mm_tflops:
+        lines.append(f"- Matmul ceiling (`torch.mm` fp32, TF32 off, cuBLAS): **{c.mm_tflops:.1f} TFLOP/s**")
+    if peak_tflops:
+        lines.append(f"- FP32 peak (SMs x 128 lanes x 2 x max clock): **{peak_tflops:.1f} TFLOP/s**")
+    lines.append("")
+    by_family = OrderedDict((f, []) for f in families)
+    for rec in bench.records:
+        by_family.setdefault(rec.family, []).append(rec)
+    for fam, recs in by_family.items():
+        if not recs:
+            continue
+        lines += [f"## {fam}", ""]
+        torch_ms = {(r.op, r.case): r.ms for r in recs if r.impl == "torch"}
+        compute = any(r.tflops is not None for r in recs)
+        rate = "TFLOP/s" if compute else "GB/s"
+        ceiling = "% of cuBLAS" if compute else "% of copy BW"
+        header = f"| op | case | impl | ms | torch ms | speedup | {rate} | {ceiling} |"
+        if compute and peak_tflops:
+            header += " % of FP32 peak |"
+        lines.append(header)
+        lines.append("|" + "---|" * (header.count("|") - 1))
+        for r in recs:
+            t = torch_ms.get((r.op, r.case))
+            speedup = _fmt(t / r.ms, 2) + "x" if t and r.impl != "torch" else ""
+            value = r.tflops if r.tflops is not None else r.gbps
+            pct = bench.pct_of_ceiling(r)
+            row = (
+                f"| {r.op} | {r.case} | {r.impl} | {_fmt(r.ms, 4)} | {_fmt(t, 4) if t else ''} | {speedup} | "
+                f"{_fmt(value, 1)} | {_fmt(pct, 1)} |"
+            )
+            if compute and peak_tflops:
+                row += f" {_fmt(100 * r.tflops / peak_tflops, 1) if r.tflops else ''} |"
+            lines.append(row)
+        lines.append("")
+        for title, text in bench.sections.get(fam, []):
+            lines += [f"### {title}", "", text.strip(), ""]
+    return "\n".join(lines)
+
+
+def plots(bench: Bench, out_prefix: str) -> list[str]:
+    """Bandwidth against bytes moved, one PNG per memory-bound op with at least 3 sizes."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plots", file=sys.stderr)
+        return []
+    written = []
+    ops = OrderedDict()
+    for r in bench.records:
+        if r.gbps is not None and not r.impl.startswith("ladder:") and "host" not in r.case:
+            ops.setdefault(r.op, []).append(r)
+    for op, recs in ops.items():
+        series = OrderedDict()
+        for r in recs:
+            nbytes = r.gbps * r.ms * 1e6
+            series.setdefault(f"{r.impl} ({r.dtype})", []).append((nbytes, r.gbps))
+        if max(len(v) for v in series.values()) < 3:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for label, pts in series.items():
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        if bench.ceilings.copy_gbps:
+            ax.axhline(bench.ceilings.copy_gbps, color="gray", linestyle="--", label="copy ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bytes moved per call")
+        ax.set_ylabel("GB/s")
+        ax.set_title(f"cudasteps.{op} vs torch")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        path = f"{out_prefix}-{slug(op)}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", default="", help="comma-separated families (default: all): " + ",".join(available_families()))
+    parser.add_argument("--quick", action="store_true", help="fewer, smaller cases")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available")
+    parser.add_argument("--results-dir", default=os.environ.get("RESULTS_DIR", os.path.join(HERE, "results")))
+    args = parser.parse_args(argv)
+
+    families = [f.strip() for f in args.ops.split(",") if f.strip()] or available_families()
+    unknown = sorted(set(families) - set(available_families()))
+    if unknown:
+        parser.error(f"unknown families {unknown}; available: {available_families()}")
+
+    use_cuda = torch.cuda.is_available() and cudasteps.cuda_available() if args.device is None else args.device == "cuda"
+    if use_cuda and not (torch.cuda.is_available() and cudasteps.cuda_available()):
+        parser.error("--device cuda: no CUDA device, or cudasteps built without CUDA kernels")
+    device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
+    if not use_cuda:
+        print(
+            "No CUDA device (or no CUDA kernels in this build): benchmarking the CPU implementations "
+            "against torch on the CPU. GPU figures come from scripts/gpu_check.sh on a GPU machine.",
+            file=sys.stderr,
+        )
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    bench = Bench(device=device, quick=args.quick)
+    info = device_info(device)
+    progress = Progress(families)
+    bench.on_record = progress.on_record
+    bench.measure_ceilings()
+    peak = fp32_peak_tflops(device)
+    for fam in families:
+        progress.start(fam)
+        bench.family = fam
+        module = importlib.import_module(f"benchmarks.bench_{fam}")
+        module.run(bench)
+        progress.done()
+    progress.close()
+
+    os.makedirs(args.results_dir, exist_ok=True)
+    name = slug(info["name"]) + ("-quick" if args.quick else "")
+    prefix = os.path.join(args.results_dir, name)
+    payload = {
+        "device": info,
+        "ceilings": {"copy_gbps": bench.ceilings.copy_gbps, "mm_tflops": bench.ceilings.mm_tflops, "fp32_peak_tflops": peak},
+        "quick": args.quick,
+        "families": families,
+        "records": [r.as_json() for r in bench.records],
+    }
+    with open(prefix + ".json", "w") as f:
+        json.dump(payload, f, indent=1)
+    md = markdown(bench, info, peak, families)
+    pngs = plots(bench, prefix)
+    with open(prefix + ".md", "w") as f:
+        f.write(md + "\n")
+        if pngs:
+            f.write("\n## Plots\n\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs) + "\n")
+    print(md)
+    print(f"\nwrote {prefix}.json, {prefix}.md" + (f" and {len(pngs)} plots" if pngs else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

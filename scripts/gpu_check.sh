@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in one call (the device machine has no network and keeps nothing):
+#   1. build against the local torch          (make build)
+#   2. the full pytest suite, CUDA included    (slow tests too)
+#   3. compute-sanitizer: memcheck over the CUDA tests' smoke run, racecheck over the smem kernels
+#   4. SASS checks (16-byte accesses, no local-memory spills) and ncu counters for the ladders
+#   5. the benchmark report                    (make bench -> $RESULTS_DIR)
+# Logs and results go to $OUT (default ./gpu_check_out). STEPS selects steps (default: all).
+# Usage on the device: OUT=$OUT scripts/gpu_check.sh   or   STEPS="build test" scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$(pwd)/gpu_check_out}
+mkdir -p "$OUT"
+export RESULTS_DIR=${RESULTS_DIR:-$OUT/results}
+export MAX_JOBS=${MAX_JOBS:-$(nproc)}
+export PIP_NO_INDEX=1  # no network there: fail fast instead of retrying
+STEPS=${STEPS:-"build test sanitize sass ncu bench"}
+PY=$(scripts/python.sh)
+export PATH=$PATH:/usr/local/cuda/bin
+status=0
+summary=()
+
+step() {  # step NAME TIMEOUT_S CMD...: run, log to $OUT/NAME.log, remember pass/fail
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  echo "=== $name: $*"
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local line="$name: rc=$rc in $((SECONDS - t0)) s"
+  [ $rc -ne 0 ] && status=1
+  summary+=("$line")
+  echo "$line"
+  tail -n 4 "$OUT/$name.log"
+}
+
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+
+want build && step build 600 make build
+SO=$(ls torch_ops/cudasteps/_C*.so 2>/dev/null | head -n1)
+
+if want test; then
+  step test 600 "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$OUT/junit.xml"
+  grep -E "passed|failed" "$OUT/test.log" | tail -n 1
+fi
+
+if want sanitize; then
+  # The smoke run calls every op and ladder step once on small, odd shapes: every kernel runs, fast
+  # enough for the sanitizers' 10-100x slow-down.
+  step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
+    "$PY" scripts/sanitize_smoke.py
+  step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 \
+    "$PY" scripts/sanitize_smoke.py --smem-only
+fi
+
+if want sass && [ -n "$SO" ]; then
+  cuobjdump --dump-sass "$SO" >"$OUT/sass.txt" 2>&1
+  "$PY" scripts/sass_report.py "$OUT/sass.txt" >"$OUT/sass_report.txt" 2>&1
+  cat "$OUT/sass_report.txt" | head -n 40
+fi
+
+if want ncu && command -v ncu >/dev/null; then
+  for script in benchmarks/ncu_*.py; do
+    [ -e "$script" ] || continue
+    name=$(basename "$script" .py)
+    step "$name" 300 ncu --clock-control none --csv --metrics \
+      l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
+      "$PY" "$script"
+  done
+fi
+
+if want bench; then
+  step bench 900 make bench BENCH_ARGS="${BENCH_ARGS:-}"
+  tail -n 150 "$OUT/bench.log" | grep -E "^\|" | head -n 150
+fi
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+exit $status

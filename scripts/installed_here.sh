@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Exit 0 when PYTHON already imports `cudasteps` from this checkout (an editable install of it).
+cd "$(dirname "$0")/.." || exit 1
+here=$(pwd)
+case "$1" in */*) py=$(realpath "$1") ;; *) py=$(command -v "$1") ;; esac
+cd / && "$py" - "$here" <<'PYEOF' >/dev/null 2>&1
+import importlib.util, os, sys
+spec = importlib.util.find_spec("cudasteps")
+ok = spec is not None and spec.origin and os.path.realpath(spec.origin).startswith(os.path.realpath(sys.argv[1]) + "/")
+sys.exit(0 if ok else 1)
+PYEOF

@@ -1,0 +1,60 @@
+"""Summarise `cuobjdump --dump-sass` output per kernel: 16-byte global accesses, local-memory use.
+
+    python scripts/sass_report.py sass.txt
+
+For each kernel: counts of LDG.E.128 / STG.E.128 (16-byte global loads / stores), all LDG/STG,
+LDS.128, and LDL/STL (local memory: a spilled or dynamically indexed register array). Kernels with
+local-memory accesses are flagged.
+"""
+
+import re
+import subprocess
+import sys
+from collections import OrderedDict
+
+
+def demangle(names):
+    try:
+        out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout
+        return out.splitlines()
+    except OSError:
+        return names
+
+
+def main(path):
+    kernels = OrderedDict()
+    current = None
+    for line in open(path, errors="replace"):
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            current = m.group(1)
+            kernels[current] = {"LDG.128": 0, "STG.128": 0, "LDG": 0, "STG": 0, "LDS.128": 0, "LDL/STL": 0}
+            continue
+        if current is None:
+            continue
+        k = kernels[current]
+        if re.search(r"\bLDG\.E\.128\b|\bLDG\.E\.[A-Z.]*128\b", line):
+            k["LDG.128"] += 1
+        if re.search(r"\bSTG\.E\.128\b|\bSTG\.E\.[A-Z.]*128\b", line):
+            k["STG.128"] += 1
+        if re.search(r"\bLDG\b|\bLDG\.", line):
+            k["LDG"] += 1
+        if re.search(r"\bSTG\b|\bSTG\.", line):
+            k["STG"] += 1
+        if re.search(r"\bLDS\.128\b|\bLDS\.[A-Z.]*128\b", line):
+            k["LDS.128"] += 1
+        if re.search(r"\b(LDL|STL)\b|\b(LDL|STL)\.", line):
+            k["LDL/STL"] += 1
+    names = demangle(list(kernels))
+    print(f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7}  kernel")
+    for (mangled, k), name in zip(kernels.items(), names):
+        flag = "  <-- local memory" if k["LDL/STL"] else ""
+        short = re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))[:110]
+        print(
+            f"{k['LDG.128']:>7} {k['STG.128']:>7} {k['LDG']:>5} {k['STG']:>5} {k['LDS.128']:>7} "
+            f"{k['LDL/STL']:>7}  {short}{flag}"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,208 @@
+"""copy / copy_: correctness over dtypes, sizes and layouts, errors, autograd, opcheck, ladder."""
+
+import pytest
+import torch
+
+import cudasteps
+from _helpers import ALL_DTYPES, DEVICES, make_tensor, misaligned, poisoned, requires_cuda
+
+SIZES = [0, 1, 3, 15, 16, 17, 1000, 4099, (1 << 16) + 5]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_copy_matches_input_every_dtype(device, dtype):
+    for n in SIZES:
+        x = make_tensor((n,), dtype, device, seed=n)
+        y = cudasteps.copy(x)
+        assert y.dtype == dtype and y.device == x.device and y.shape == x.shape
+        assert y.is_contiguous()
+        assert y.data_ptr() != x.data_ptr() or n == 0
+        assert torch.equal(y, x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8, torch.float64])
+@pytest.mark.parametrize("offset", [1, 2, 3, 5])
+def test_copy_misaligned_views(device, dtype, offset):
+    # Storage offsets put the data pointer off any 16-byte boundary: head, body and tail all run.
+    for n in [1, 7, 31, 33, 4096 + 3]:
+        x = misaligned((n,), dtype, device, seed=n, offset=offset)
+        assert torch.equal(cudasteps.copy(x), x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_non_contiguous_inputs(device):
+    base = make_tensor((6, 7, 9), torch.float32, device)
+    views = [
+        base.transpose(0, 2),
+        base[:, ::2, 1:],
+        base.permute(1, 2, 0),
+        base[..., 3],
+        base.expand(2, 6, 7, 9),  # zero stride: reads repeat
+        make_tensor((5, 1, 4), torch.float32, device).expand(5, 3, 4),
+        base.t() if base.dim() == 2 else base[0].t(),
+    ]
+    for v in views:
+        y = cudasteps.copy(v)
+        assert y.is_contiguous()
+        assert torch.equal(y, v.contiguous())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_copy__into_poisoned_output(device, dtype):
+    for shape in [(0,), (1,), (17,), (33, 65), (4, 5, 6)]:
+        src = make_tensor(shape, dtype, device, seed=len(shape))
+        dst = poisoned(shape, dtype, device)
+        out = cudasteps.copy_(dst, src)
+        assert out is dst
+        assert torch.equal(dst, src)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy__strided_destination(device):
+    src = make_tensor((8, 10), torch.float32, device)
+    big = poisoned((10, 8), torch.float32, device)
+    dst = big.t()  # non-contiguous destination
+    cudasteps.copy_(dst, src)
+    assert torch.equal(big.t(), src)
+    # Into a slice, leaving the rest untouched.
+    base = make_tensor((6, 6), torch.float32, device, seed=3)
+    expect = base.clone()
+    patch = make_tensor((3, 2), torch.float32, device, seed=4)
+    cudasteps.copy_(base[1:4, 2:4], patch)
+    expect[1:4, 2:4] = patch
+    assert torch.equal(base, expect)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy__same_tensor_is_a_no_op(device):
+    x = make_tensor((10,), torch.float32, device)
+    before = x.clone()
+    assert cudasteps.copy_(x, x) is x
+    assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_errors(device):
+    x = make_tensor((4, 5), torch.float32, device)
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must have the shape of self \[4, 5\], got \[5, 4\]"):
+        cudasteps.copy_(x, make_tensor((5, 4), torch.float32, device))
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of self \(Float\), got Double"):
+        cudasteps.copy_(x, make_tensor((4, 5), torch.float64, device))
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: self must not have overlapping elements"):
+        cudasteps.copy_(make_tensor((1, 5), torch.float32, device).expand(4, 5), x)
+    base = make_tensor((10,), torch.float32, device)
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src and self partly share memory"):
+        cudasteps.copy_(base[2:8], base[0:6])
+
+
+@requires_cuda
+def test_copy__device_mismatch():
+    x = make_tensor((4,), torch.float32, "cuda")
+    y = make_tensor((4,), torch.float32, "cpu")
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cpu"):
+        cudasteps.copy_(x, y)
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cpu\), got cuda:0"):
+        cudasteps.copy_(y, x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_autograd(device):
+    x = make_tensor((5, 6), torch.float64, device).requires_grad_()
+    torch.autograd.gradcheck(cudasteps.copy, (x,))
+    torch.autograd.gradcheck(lambda t: cudasteps.copy(t.t()), (x,))
+    # copy_: the gradient reaches src; the overwritten values of dst get none.
+    src = make_tensor((5, 6), torch.float64, device, seed=1).requires_grad_()
+    dst_leaf = make_tensor((5, 6), torch.float64, device, seed=2).requires_grad_()
+    dst = dst_leaf * 2
+    out = cudasteps.copy_(dst, src)
+    assert out is dst
+    (out * 3).sum().backward()
+    assert torch.equal(src.grad, torch.full_like(src, 3.0))
+    # No gradient reaches the old dst (torch.Tensor.copy_ gives zeros; an undefined grad is the same).
+    assert dst_leaf.grad is None or torch.equal(dst_leaf.grad, torch.zeros_like(dst_leaf))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy__bumps_version_counter(device):
+    dst = make_tensor((3,), torch.float32, device)
+    v = dst._version
+    cudasteps.copy_(dst, make_tensor((3,), torch.float32, device, seed=1))
+    assert dst._version > v
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_opcheck(device):
+    x = make_tensor((7, 9), torch.float32, device)
+    torch.library.opcheck(torch.ops.cudasteps.copy.default, (x,))
+    torch.library.opcheck(torch.ops.cudasteps.copy.default, (x.t(),))
+    torch.library.opcheck(torch.ops.cudasteps.copy.default, (x.clone().requires_grad_(),))
+    torch.library.opcheck(torch.ops.cudasteps.copy_.default, (torch.empty_like(x), x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_torch_compile_fullgraph(device):
+    @torch.compile(fullgraph=True)
+    def f(x, dst):
+        y = cudasteps.copy(x.t() * 2) + 1
+        cudasteps.copy_(dst, y)
+        return y
+
+    x = make_tensor((8, 6), torch.float32, device)
+    dst = poisoned((6, 8), torch.float32, device)
+    y = f(x, dst)
+    assert torch.equal(y, x.t() * 2 + 1)
+    assert torch.equal(dst, y)
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", cudasteps.ladder.variants("copy"))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8, torch.float64, torch.complex128])
+def test_copy_ladder_variants(variant, dtype):
+    for n in [1, 255, 257, 100_003]:
+        x = make_tensor((n,), dtype, "cuda", seed=n)
+        assert torch.equal(cudasteps.ladder.run("copy", variant, x), x)
+
+
+@requires_cuda
+def test_copy_ladder_rejects_unknown_variant():
+    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_copy: variant must be one of scalar, grid_stride, vec16"):
+        cudasteps.ladder.run("copy", "fastest", make_tensor((4,), torch.float32, "cuda"))
+
+
+@requires_cuda
+def test_copy_large_cuda():
+    # 256 MiB: the main loop, the unrolled remainder and several waves of the grid.
+    x = torch.randn((1 << 26) + 7, device="cuda")
+    assert torch.equal(cudasteps.copy(x), x)
+    assert torch.equal(cudasteps.copy(x[3:]), x[3:])
+
+
+@requires_cuda
+@pytest.mark.slow
+def test_copy_beyond_int32_elements():
+    # 2^31 + 33 uint8 elements (2 GiB): 64-bit indexing in every path.
+    n = (1 << 31) + 33
+    x = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    y = cudasteps.copy(x)
+    assert torch.equal(y[-1000:], x[-1000:]) and torch.equal(y[:1000], x[:1000])
+    assert torch.equal(y, x)
+    del y
+    z = cudasteps.copy(x[1:])  # misaligned path too
+    assert torch.equal(z, x[1:])
+
+
+@requires_cuda
+def test_copy_on_non_default_stream_and_other_device():
+    s = torch.cuda.Stream()
+    x = make_tensor((1 << 20,), torch.float32, "cuda")
+    with torch.cuda.stream(s):
+        y = cudasteps.copy(x)
+    s.synchronize()
+    assert torch.equal(y, x)
+    if torch.cuda.device_count() > 1:
+        x1 = make_tensor((12345,), torch.float32, "cuda:1")
+        y1 = cudasteps.copy(x1)
+        assert y1.device == x1.device and torch.equal(y1, x1)
