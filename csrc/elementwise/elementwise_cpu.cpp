@@ -27,51 +27,69 @@ inline Acc load_vec(const void* v, bool v_is_float, int64_t i) {
   return v_is_float ? Acc(static_cast<const float*>(v)[i]) : Acc(static_cast<const T*>(v)[i]);
 }
 
-// out[r, c] = op(a[r, c], v[c]) with v a per-feature vector (or 0 when v is null), or
-// out[i] = op(a[i], b[i]) when `b` is given (same shape).
+// The per-feature vector v (type T or fp32; null means zeros) converted to Acc once.
+template <typename T, typename Acc>
+std::vector<Acc> feature_values(const void* v, bool v_is_float, int64_t cols) {
+  std::vector<Acc> vals(cols, Acc(0));
+  if (v != nullptr) {
+    for (int64_t c = 0; c < cols; ++c) vals[c] = load_vec<T, Acc>(v, v_is_float, c);
+  }
+  return vals;
+}
+
+// out[r, c] = op(a[r, c], v[c]) with v a per-feature vector (or 0 when v is null).
 template <typename T, typename Op>
-void binary_cpu(const T* a, const T* b, const void* v, bool v_is_float, T* out, int64_t rows,
-                int64_t cols, Op op) {
+void rowvec_cpu(const T* a, const void* v, bool v_is_float, T* out, int64_t rows, int64_t cols,
+                Op op) {
   using Acc = at::opmath_type<T>;
-  const int64_t numel = rows * cols;
-  at::parallel_for(0, numel, kMinElemsPerTask, [&](int64_t begin, int64_t end) {
-    int64_t c = begin % cols;
-    for (int64_t i = begin; i < end; ++i) {
-      Acc second = Acc(0);
-      if (b != nullptr) {
-        second = Acc(b[i]);
-      } else if (v != nullptr) {
-        second = load_vec<T, Acc>(v, v_is_float, c);
-      }
-      out[i] = T(op(Acc(a[i]), second));
-      if (++c == cols) c = 0;
+  if (v == nullptr) {  // no vector: parallel over elements, not rows
+    at::parallel_for(0, rows * cols, kMinElemsPerTask, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = T(op(Acc(a[i]), Acc(0)));
+    });
+    return;
+  }
+  const std::vector<Acc> vals = feature_values<T, Acc>(v, v_is_float, cols);
+  const Acc* vb = vals.data();
+  at::parallel_for(0, rows, std::max<int64_t>(1, kMinElemsPerTask / cols), [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const T* ar = a + r * cols;
+      T* outr = out + r * cols;
+      for (int64_t c = 0; c < cols; ++c) outr[c] = T(op(Acc(ar[c]), vb[c]));
     }
   });
 }
 
-// d[r, c] = op(g[r, c], a[r, c], v[c]); writes d to out (when given) and, when sum_out is given,
-// sum_out[c] = scale * sum_r d[r, c] rounded to SumT.
-template <typename T, typename SumT, typename Op>
+// out[i] = op(a[i], b[i]) over numel elements (same shape).
+template <typename T, typename Op>
+void flat_cpu(const T* a, const T* b, T* out, int64_t numel, Op op) {
+  using Acc = at::opmath_type<T>;
+  at::parallel_for(0, numel, kMinElemsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = T(op(Acc(a[i]), Acc(b[i])));
+  });
+}
+
+// d[r, c] = op(g[r, c], a[r, c] (1 without a), v[c]); writes d to out when kWriteOut and, when
+// sum_out is given, sum_out[c] = scale * sum_r d[r, c] rounded to SumT.
+template <bool kHasA, bool kWriteOut, typename T, typename SumT, typename Op>
 void grad_cpu(const T* g, const T* a, const void* v, bool v_is_float, T* out, SumT* sum_out,
               double scale, int64_t rows, int64_t cols, Op op) {
   using Acc = at::opmath_type<T>;
+  // Without v, one chunk's worth of zeros serves every chunk.
+  const std::vector<Acc> vals = feature_values<T, Acc>(v, v_is_float, v != nullptr ? cols : kColsPerTask);
   const int64_t n_chunks = (cols + kColsPerTask - 1) / kColsPerTask;
   const int64_t grain = std::max<int64_t>(1, kMinElemsPerTask / std::max<int64_t>(1, rows * kColsPerTask));
   at::parallel_for(0, n_chunks, grain, [&](int64_t cb, int64_t ce) {
     Acc acc[kColsPerTask];
-    Acc vals[kColsPerTask];
     for (int64_t chunk = cb; chunk < ce; ++chunk) {
       const int64_t c0 = chunk * kColsPerTask;
       const int64_t width = std::min(kColsPerTask, cols - c0);
-      for (int64_t k = 0; k < width; ++k) {
-        acc[k] = Acc(0);
-        vals[k] = v != nullptr ? load_vec<T, Acc>(v, v_is_float, c0 + k) : Acc(0);
-      }
+      const Acc* vb = vals.data() + (v != nullptr ? c0 : 0);
+      for (int64_t k = 0; k < width; ++k) acc[k] = Acc(0);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t base = r * cols + c0;
         for (int64_t k = 0; k < width; ++k) {
-          const Acc d = op(Acc(g[base + k]), a != nullptr ? Acc(a[base + k]) : Acc(1), vals[k]);
-          if (out != nullptr) out[base + k] = T(d);
+          const Acc d = op(Acc(g[base + k]), kHasA ? Acc(a[base + k]) : Acc(1), vb[k]);
+          if constexpr (kWriteOut) out[base + k] = T(d);
           acc[k] += d;
         }
       }
@@ -96,8 +114,8 @@ at::Tensor bias_act_cpu(const at::Tensor& x_in, const c10::optional<at::Tensor>&
   const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cpu", [&] {
     dispatch_act(act, [&](auto a) {
-      binary_cpu<scalar_t>(x.const_data_ptr<scalar_t>(), nullptr, v, v_is_float,
-                           out.data_ptr<scalar_t>(), num_rows(x), num_cols(x),
+      rowvec_cpu<scalar_t>(x.const_data_ptr<scalar_t>(), v, v_is_float, out.data_ptr<scalar_t>(),
+                           num_rows(x), num_cols(x),
                            BiasActOp<decltype(a)::value>{});
     });
   });
@@ -123,15 +141,15 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
       const BiasActGradOp<decltype(a)::value> op{};
       const int64_t rows = num_rows(x), cols = num_cols(x);
       if (!grad_bias.has_value()) {
-        grad_cpu<scalar_t, float>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
-                                  nullptr, false, grad_x.data_ptr<scalar_t>(), nullptr, 1.0, rows,
-                                  cols, op);
+        grad_cpu<true, true, scalar_t, float>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
+                                  nullptr, false, grad_x.data_ptr<scalar_t>(), nullptr, 1.0, 1,
+                                  x.numel(), op);  // no column sum: one long row
       } else if (v_is_float) {
-        grad_cpu<scalar_t, float>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), v,
+        grad_cpu<true, true, scalar_t, float>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), v,
                                   true, grad_x.data_ptr<scalar_t>(), grad_bias->data_ptr<float>(),
                                   1.0, rows, cols, op);
       } else {
-        grad_cpu<scalar_t, scalar_t>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
+        grad_cpu<true, true, scalar_t, scalar_t>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
                                      v, false, grad_x.data_ptr<scalar_t>(),
                                      grad_bias->data_ptr<scalar_t>(), 1.0, rows, cols, op);
       }
@@ -152,12 +170,12 @@ at::Tensor binary_op_cpu(const at::Tensor& self_in, const at::Tensor& other_in, 
   CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "binary_op_cpu", [&] {
     const auto op = make_op(scalar_t{});
     if (per_feature) {
-      binary_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), nullptr, other.const_data_ptr(),
+      rowvec_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr(),
                            other.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
                            num_rows(self), num_cols(self), op);
     } else {
-      binary_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
-                           nullptr, false, out.data_ptr<scalar_t>(), 1, self.numel(), op);
+      flat_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
+                         out.data_ptr<scalar_t>(), self.numel(), op);
     }
   });
   return out;
@@ -188,11 +206,11 @@ at::Tensor sum_leading_cpu(const at::Tensor& self_in, const c10::optional<at::Te
     using Acc = at::opmath_type<scalar_t>;
     const int64_t rows = num_rows(self);
     if (other.defined()) {
-      grad_cpu<scalar_t, Acc>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
+      grad_cpu<true, false, scalar_t, Acc>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
                               nullptr, false, nullptr, sum32.data_ptr<Acc>(), alpha, rows, cols,
                               ProductOp<true>{});
     } else {
-      grad_cpu<scalar_t, Acc>(self.const_data_ptr<scalar_t>(), nullptr, nullptr, false, nullptr,
+      grad_cpu<false, false, scalar_t, Acc>(self.const_data_ptr<scalar_t>(), nullptr, nullptr, false, nullptr,
                               sum32.data_ptr<Acc>(), alpha, rows, cols, ProductOp<false>{});
     }
   });
