@@ -166,7 +166,9 @@ RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, const char*
                   " columns, got ", cols);
   const int64_t row_groups = ceil_div<int64_t>(rows, row_threads);
   const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, kThreads);
-  const int64_t want_y = std::max<int64_t>(1, ceil_div<int64_t>(resident, col_tiles));
+  // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
+  // after the first finishes, nearly doubling the time (each block loops over many rows).
+  const int64_t want_y = std::max<int64_t>(1, resident / col_tiles);
   const int64_t grid_y = std::min<int64_t>({want_y, row_groups, 65535});
   g.grid = dim3(static_cast<unsigned>(col_tiles), static_cast<unsigned>(std::max<int64_t>(grid_y, 1)));
   return g;
@@ -395,8 +397,12 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
   at::Tensor grad_x =
       at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
   c10::optional<at::Tensor> grad_bias;
-  if (bias_in.has_value()) grad_bias = at::zeros(bias_in->sizes(), bias_in->options());
-  if (x_in.numel() == 0) return {grad_x, grad_bias};
+  // Every column is written by the finalize pass; zeros only when there are no rows to sum.
+  if (bias_in.has_value()) grad_bias = at::empty(bias_in->sizes(), bias_in->options());
+  if (x_in.numel() == 0) {
+    if (grad_bias.has_value()) grad_bias->zero_();
+    return {grad_x, grad_bias};
+  }
   const c10::cuda::CUDAGuard guard(x_in.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor x = x_in.contiguous();
@@ -463,14 +469,17 @@ at::Tensor sum_leading_cuda(const at::Tensor& self_in, const c10::optional<at::T
   check_sum_leading_args(self_in, other_in);
   const at::ScalarType out_dtype = sum_leading_dtype(self_in, dtype);
   const int64_t cols = self_in.size(-1);
-  at::Tensor out = at::zeros({cols}, self_in.options().dtype(out_dtype));
-  if (self_in.numel() == 0) return out;
+  at::Tensor out = at::empty({cols}, self_in.options().dtype(out_dtype));
+  if (self_in.numel() == 0) return out.zero_();
   const c10::cuda::CUDAGuard guard(self_in.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor self = self_in.contiguous();
   const at::Tensor other = other_in.has_value() ? other_in->contiguous() : at::Tensor();
-  // The column sums land in fp32 (fp64 for double) and are cast to `dtype` at the end.
-  at::Tensor sum_acc = at::empty({cols}, self.options().dtype(at::toOpMathType(self.scalar_type())));
+  // The finalize pass writes fp32 or self's dtype directly; any other dtype goes through an fp32
+  // (fp64 for double) buffer and a cast.
+  const bool direct = out_dtype == at::kFloat || out_dtype == self.scalar_type();
+  at::Tensor sum_acc =
+      direct ? out : at::empty({cols}, self.options().dtype(at::toOpMathType(self.scalar_type())));
   CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "sum_leading_cuda", [&] {
     const int64_t rows = num_rows(self);
     if (other.defined()) {
@@ -485,7 +494,7 @@ at::Tensor sum_leading_cuda(const at::Tensor& self_in, const c10::optional<at::T
                                              "sum_leading");
     }
   });
-  out.copy_(sum_acc);
+  if (!direct) out.copy_(sum_acc);
   return out;
 }
 
