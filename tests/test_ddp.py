@@ -293,7 +293,8 @@ def test_cuda_device_1():
 
 @requires_cuda
 def test_cuda_autocast_bf16():
-    model = gpu_model("cuda")
+    """torch.nn.Linear under autocast feeds bf16 activations into BiasAct with its fp32 bias."""
+    model = build("cudasteps_act", [64, 256, 256, 10]).cuda()
     x, y = train_ddp.make_data(512, 64, 10)
     x, y = x.cuda(), y.cuda()
     loss_ref, grads_ref = fwd_bwd(model, x, y)
@@ -307,6 +308,24 @@ def test_cuda_autocast_bf16():
         assert p.grad.dtype == torch.float32  # fp32 parameters get fp32 gradients
         assert rel_err(p.grad, g_ref) <= 5e-2
     assert abs(loss.item() - loss_ref.item()) <= 2e-2 * abs(loss_ref.item())
+
+
+@requires_cuda
+def test_cuda_autocast_cudasteps_mlp():
+    """cudasteps.nn.MLP under autocast: the fp32-only GEMM runs in fp32, so it matches fp32."""
+    if linear_kernel_reason("cuda"):
+        pytest.skip(linear_kernel_reason("cuda"))
+    model = build("cudasteps", [64, 256, 256, 10]).cuda()
+    x, y = train_ddp.make_data(512, 64, 10)
+    x, y = x.cuda(), y.cuda()
+    loss_ref, grads_ref = fwd_bwd(model, x, y)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(x.bfloat16())
+        assert out.dtype == torch.float32
+        loss = F.cross_entropy(out, y)
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    assert all(rel_err(p.grad, g) <= 2e-2 for p, g in zip(model.parameters(), grads_ref))
 
 
 @requires_cuda

@@ -8,8 +8,11 @@
   the activation that follows it (and into its backward's bias-gradient reduction) instead of
   being a separate pass in the matmul epilogue plus a separate activation pass.
 
-Under ``torch.autocast`` a :class:`Linear` runs in the autocast dtype (as ``torch.nn.Linear``
-does); the fp32 bias of a following :class:`BiasAct` is then read as fp32 by the kernel.
+Autocast: ``cudasteps.linear`` is an fp32 SIMT GEMM (the gemm family; no fp16/bf16), so under
+``torch.autocast`` a :class:`Linear` runs in fp32, as autocast runs the ops of its fp32 list: a
+half-precision input is upcast and the output is fp32. The elementwise modules take whatever
+dtype arrives: a bf16 activation from a ``torch.nn.Linear`` under autocast meets the fp32 bias of
+:class:`BiasAct` in one kernel (fp32 math, bf16 out), with no cast of the bias.
 """
 
 import math
@@ -36,7 +39,7 @@ def _autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
 class Linear(nn.Module):
     """``y = x @ weight.T + bias``: a drop-in for ``torch.nn.Linear`` running ``cudasteps.linear``.
 
-    Same constructor arguments (``in_features, out_features, bias=True, device=None,
+    fp32 (and fp64); under autocast it computes in fp32 and returns fp32. Same constructor arguments (``in_features, out_features, bias=True, device=None,
     dtype=None``), parameter names, initialisation (``reset_parameters``) and ``state_dict`` keys,
     so state dicts load both ways between this and ``torch.nn.Linear``.
     """
@@ -64,12 +67,15 @@ class Linear(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight, bias = self.weight, self.bias
-        cast = _autocast_dtype(x.device)
-        if cast is not None:
-            x, weight = x.to(cast), weight.to(cast)
-            bias = bias.to(cast) if bias is not None else None
-        return torch.ops.cudasteps.linear(x, weight, bias)
+        weight = self.weight
+        if (
+            x.dtype != weight.dtype
+            and _autocast_dtype(x.device) is not None
+            and x.dtype in (torch.float16, torch.bfloat16)
+            and weight.dtype == torch.float32
+        ):
+            x = x.float()  # the fp32-only GEMM under autocast: run in fp32 (see the module docstring)
+        return torch.ops.cudasteps.linear(x, weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
