@@ -129,6 +129,9 @@ def main(argv=None) -> int:
     if rank == 0:
         print(f"final accuracy {(correct[0] / correct[1]).item():.4f}")
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
+    # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
+    # "terminate called without an active exception", when one rank destroyed it early).
+    dist.barrier()
     dist.destroy_process_group()
     return 0 if identical else 1
 

@@ -117,6 +117,7 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
         r["identical"] = train_ddp.params_identical(model)
         results[impl] = r
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.barrier()  # no rank tears the group down while another still uses it
     dist.destroy_process_group()
 
 
