@@ -6,10 +6,9 @@ grad_x (the bias and its gradient are N elements, counted too, and negligible). 
 5 tensors' worth. add/mul read two operands (or one and a per-feature vector) and write one.
 """
 
+import cudasteps
 import torch
 import torch.nn.functional as F
-
-import cudasteps
 
 _DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
@@ -22,6 +21,10 @@ def _make(shape, dtype, device, seed, requires_grad=False):
     gen = torch.Generator(device=device).manual_seed(seed)
     t = torch.empty(shape, dtype=torch.float32, device=device).uniform_(-3, 3, generator=gen).to(dtype)
     return t.requires_grad_(requires_grad)
+
+
+def _ladder_fn(variant):
+    return lambda x, b: cudasteps.ladder.run("elementwise", variant, x, b, "gelu")
 
 
 def _fwd_bwd(fn):
@@ -45,7 +48,9 @@ def _compile_or_none(bench, fn, label, warm_args, fwd_bwd):
         torch.cuda.synchronize() if bench.is_cuda else None
         return compiled
     except Exception as exc:  # noqa: BLE001  (any compile failure: record nothing, say why)
-        print(f"bench_elementwise: torch.compile failed for {label}, not recorded: {type(exc).__name__}: {exc}")
+        print(
+            f"bench_elementwise: torch.compile failed for {label}, not recorded: {type(exc).__name__}: {exc}"
+        )
         return None
 
 
@@ -58,7 +63,9 @@ def _bias_act_cases(bench, M, N, dtype):
     shape = [M, N]
 
     # Forward.
-    inputs = bench.rotation(lambda s: (_make((M, N), dtype, dev, s), _make((N,), dtype, dev, s + 1000)), nbytes)
+    inputs = bench.rotation(
+        lambda s: (_make((M, N), dtype, dev, s), _make((N,), dtype, dev, s + 1000)), nbytes
+    )
     case = f"gelu fwd {M}x{N} {name}"
     fwd_bytes = 2 * nbytes + bias_bytes
     impls = {
@@ -69,8 +76,8 @@ def _bias_act_cases(bench, M, N, dtype):
     if compiled is not None:
         impls["torch.compile"] = compiled
     if bench.is_cuda:
-        for v in cudasteps.ladder.variants("elementwise"):
-            impls[f"ladder:{v}"] = (lambda v: lambda x, b: cudasteps.ladder.run("elementwise", v, x, b, "gelu"))(v)
+        for variant in cudasteps.ladder.variants("elementwise"):
+            impls[f"ladder:{variant}"] = _ladder_fn(variant)
     for impl, fn in impls.items():
         ms = bench.time(fn, inputs)
         bench.record(op="bias_act", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, bytes=fwd_bytes)
@@ -106,7 +113,9 @@ def _binary_cases(bench, numel, dtype):
     elem = torch.empty((), dtype=dtype).element_size()
     nbytes = numel * elem
     size = f"{nbytes / 2**30:g}GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:g}MiB"
-    same = bench.rotation(lambda s: (_make((numel,), dtype, dev, s), _make((numel,), dtype, dev, s + 1)), 2 * nbytes)
+    same = bench.rotation(
+        lambda s: (_make((numel,), dtype, dev, s), _make((numel,), dtype, dev, s + 1)), 2 * nbytes
+    )
     N = 8192 if numel % 8192 == 0 else 1024
     per_feature = bench.rotation(
         lambda s: (_make((numel // N, N), dtype, dev, s), _make((N,), dtype, dev, s + 1)), nbytes

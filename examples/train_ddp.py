@@ -15,6 +15,8 @@ import argparse
 import os
 import sys
 
+import cudasteps
+import cudasteps.nn as cnn
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -22,9 +24,6 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
-
-import cudasteps
-import cudasteps.nn as cnn
 
 
 def make_data(n_samples: int, in_features: int, n_classes: int, seed: int = 0):
@@ -103,8 +102,10 @@ def main(argv=None) -> int:
     ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     if rank == 0:
-        print(f"impl={args.impl} world={world} device={device.type} backend={dist.get_backend()} "
-              f"dims={dims} cudasteps_cuda={cudasteps.cuda_available()}")
+        print(
+            f"impl={args.impl} world={world} device={device.type} backend={dist.get_backend()} "
+            f"dims={dims} cudasteps_cuda={cudasteps.cuda_available()}"
+        )
 
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
@@ -123,7 +124,9 @@ def main(argv=None) -> int:
     # Accuracy over the whole data set: each rank scores a strided share, summed across ranks.
     with torch.no_grad():
         xs, ys = x[rank::world].to(device), y[rank::world].to(device)
-        correct = torch.stack([(model(xs).argmax(1) == ys).sum().float(), torch.tensor(float(len(ys)), device=device)])
+        correct = torch.stack(
+            [(model(xs).argmax(1) == ys).sum().float(), torch.tensor(float(len(ys)), device=device)]
+        )
         dist.all_reduce(correct)
     identical = params_identical(model)
     if rank == 0:

@@ -20,19 +20,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+import cudasteps
+import cudasteps.nn as cnn
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
+from _helpers import HAS_CUDA, make_tensor, rel_err, requires_cuda
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
-
-import cudasteps
-import cudasteps.nn as cnn
-from _helpers import HAS_CUDA, make_tensor, rel_err, requires_cuda
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
@@ -123,7 +122,9 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
 
 def run_ddp(backend: str, device_type: str, impls):
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(_worker, args=(WORLD, free_port(), backend, device_type, impls, out_dir), nprocs=WORLD, join=True)
+        mp.spawn(
+            _worker, args=(WORLD, free_port(), backend, device_type, impls, out_dir), nprocs=WORLD, join=True
+        )
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(WORLD)]
 
 
@@ -170,10 +171,30 @@ def test_ddp_cuda_nccl():
 def test_train_ddp_example_cpu():
     """examples/train_ddp.py under torchrun (2 processes, gloo, --standalone picks a free port)."""
     impl = "cudasteps" if not linear_kernel_reason("cpu") else "torch"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(ROOT / "torch_ops"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           str(ROOT / "examples" / "train_ddp.py"), "--device", "cpu", "--impl", impl, "--epochs", "2",
-           "--samples", "1024", "--dims", "16,64,4"]
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "torch_ops"), os.environ.get("PYTHONPATH", "")]),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(ROOT / "examples" / "train_ddp.py"),
+        "--device",
+        "cpu",
+        "--impl",
+        impl,
+        "--epochs",
+        "2",
+        "--samples",
+        "1024",
+        "--dims",
+        "16,64,4",
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "epoch 1: loss" in proc.stdout and "final accuracy" in proc.stdout
@@ -271,7 +292,9 @@ def test_cuda_non_default_stream():
     assert all(torch.equal(a, b) for a, b in zip(grads, grads_ref))
 
 
-@pytest.mark.skipif(not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs a second CUDA device (cuda:1)")
+@pytest.mark.skipif(
+    not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs a second CUDA device (cuda:1)"
+)
 def test_cuda_device_1():
     torch.cuda.set_device(0)  # the ops must follow the tensors' device, not the current one
     x0 = make_tensor((300, 520), device="cuda:0", low=-2, high=2)
@@ -281,7 +304,10 @@ def test_cuda_device_1():
         (cudasteps.bias_act(x0, b0, "gelu"), cudasteps.bias_act(x1, b1, "gelu")),
         (cudasteps.add(x0, b0), cudasteps.add(x1, b1)),
         (cudasteps.mul(x0, x0), cudasteps.mul(x1, x1)),
-        (cudasteps.bias_act_backward(x0, x0, b0, "silu")[1], cudasteps.bias_act_backward(x1, x1, b1, "silu")[1]),
+        (
+            cudasteps.bias_act_backward(x0, x0, b0, "silu")[1],
+            cudasteps.bias_act_backward(x1, x1, b1, "silu")[1],
+        ),
     ]:
         assert out1.device == torch.device("cuda:1")
         assert torch.equal(out0.cpu(), out1.cpu())

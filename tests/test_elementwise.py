@@ -1,10 +1,9 @@
 """Tests for the elementwise family: bias_act (+ backward), add, mul, sum_leading, the ladder."""
 
+import cudasteps
 import pytest
 import torch
 import torch.nn.functional as F
-
-import cudasteps
 from _helpers import DEVICES, HAS_CUDA, make_tensor, misaligned, rel_err, requires_cuda
 
 ACTS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
@@ -86,8 +85,13 @@ def test_bias_act_layouts(device, dtype):
     """Non-contiguous views, storage offsets (misaligned data pointers), strided bias."""
     base = make_tensor((40, 66), dtype, device, low=-3, high=3)
     bias_base = make_tensor((132,), dtype, device, seed=3)
-    views = [base.t(), base[:, 1:], base[::2, ::3], misaligned((13, 24), dtype, device, offset=1),
-             misaligned((13, 24), dtype, device, offset=3)]
+    views = [
+        base.t(),
+        base[:, 1:],
+        base[::2, ::3],
+        misaligned((13, 24), dtype, device, offset=1),
+        misaligned((13, 24), dtype, device, offset=3),
+    ]
     for x in views:
         n = x.shape[-1]
         for bias in (bias_base[:n], bias_base[1 : n + 1], bias_base[: 2 * n : 2]):
@@ -217,9 +221,15 @@ def test_binary_forward(device, dtype, name):
 def test_binary_layouts(device, name):
     base = make_tensor((30, 42), torch.float16, device)
     other_base = make_tensor((30, 42), torch.float16, device, seed=1)
-    for a, b in [(base.t(), other_base.t()), (base[:, 3:], other_base[:, :-3]),
-                 (misaligned((7, 9), torch.float16, device), misaligned((7, 9), torch.float16, device, seed=2, offset=5)),
-                 (base[1:, 2:], other_base[0, 1:-1])]:
+    for a, b in [
+        (base.t(), other_base.t()),
+        (base[:, 3:], other_base[:, :-3]),
+        (
+            misaligned((7, 9), torch.float16, device),
+            misaligned((7, 9), torch.float16, device, seed=2, offset=5),
+        ),
+        (base[1:, 2:], other_base[0, 1:-1]),
+    ]:
         check_close(run_binary(name, a, b, 2.0), ref_binary(name, a, b, 2.0), torch.float16)
 
 
@@ -273,38 +283,80 @@ def test_sum_leading(device, dtype):
 def test_errors(device):
     x = make_tensor((4, 6), torch.float32, device)
     b = make_tensor((6,), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: x must be Float or Half or BFloat16 or Double, got Int"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.bias_act: x must be Float or Half or BFloat16 or Double, got Int"
+    ):
         cudasteps.bias_act(x.int(), b, "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'",
+    ):
         cudasteps.bias_act(x, b, "tanh")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]",
+    ):
         cudasteps.bias_act(x, b[:5], "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[1, 6\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[1, 6\]",
+    ):
         cudasteps.bias_act(x, b[None], "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: bias must have the dtype of x \(BFloat16\) or Float, got Half"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have the dtype of x \(BFloat16\) or Float, got Half",
+    ):
         cudasteps.bias_act(x.bfloat16(), b.half(), "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: x must have at least 1 dimension when bias is given, got a 0-D tensor"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: x must have at least 1 dimension when bias is given, got a 0-D tensor",
+    ):
         cudasteps.bias_act(x[0, 0], b[:1], "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act_backward: grad must have the shape of x \[4, 6\], got \[4, 5\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act_backward: grad must have the shape of x \[4, 6\], got \[4, 5\]",
+    ):
         cudasteps.bias_act_backward(x[:, :5], x, b, "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.bias_act_backward: grad must have the dtype of x \(Float\), got Double"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act_backward: grad must have the dtype of x \(Float\), got Double",
+    ):
         cudasteps.bias_act_backward(x.double(), x, b, "gelu")
-    with pytest.raises(RuntimeError, match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+    ):
         cudasteps.add(x, x[:, 0])
-    with pytest.raises(RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(Float\), got Double"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(Float\), got Double"
+    ):
         cudasteps.mul(x, x.double())
-    with pytest.raises(RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+    ):
         cudasteps.mul(x.bfloat16(), b.half())
-    with pytest.raises(RuntimeError, match=r"cudasteps.add: self must be Float or Half or BFloat16 or Double, got Long"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.add: self must be Float or Half or BFloat16 or Double, got Long"
+    ):
         cudasteps.add(x.long(), x.long())
-    with pytest.raises(RuntimeError, match=r"cudasteps.sum_leading: other must have the shape of self \[4, 6\], got \[6\]"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.sum_leading: other must have the shape of self \[4, 6\], got \[6\]"
+    ):
         cudasteps.sum_leading(x, b)
-    with pytest.raises(RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"
+    ):
         cudasteps.sum_leading(x[0, 0])
     if device == "cuda":
-        with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: bias must be on x's device \(cuda:0\), got cpu"):
+        with pytest.raises(
+            RuntimeError, match=r"cudasteps.bias_act: bias must be on x's device \(cuda:0\), got cpu"
+        ):
             cudasteps.bias_act(x, b.cpu(), "gelu")
-        with pytest.raises(RuntimeError, match=r"cudasteps.ladder_bias_act: variant must be one of unfused, fused_scalar, fused_vec16, got 'fast'"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.ladder_bias_act: variant must be one of unfused, fused_scalar, fused_vec16, got 'fast'",  # noqa: E501
+        ):
             cudasteps.ladder.run("elementwise", "fast", x, b, "gelu")
 
 
@@ -315,15 +367,29 @@ def test_fake_errors_match():
     with FakeTensorMode():
         x = torch.empty(4, 6)
         b = torch.empty(6)
-        with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]",
+        ):
             torch.ops.cudasteps.bias_act(x, b[:5], "gelu")
-        with pytest.raises(RuntimeError, match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'",
+        ):
             torch.ops.cudasteps.bias_act(x, b, "tanh")
-        with pytest.raises(RuntimeError, match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+        ):
             torch.ops.cudasteps.add(x, x[:, 0])
-        with pytest.raises(RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+        ):
             torch.ops.cudasteps.mul(x.bfloat16(), b.half())
-        with pytest.raises(RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"):
+        with pytest.raises(
+            RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"
+        ):
             torch.ops.cudasteps.sum_leading(x[0, 0])
 
 
@@ -386,7 +452,11 @@ def test_ladder_variants(variant, dtype):
         for act in ACTS:
             out = cudasteps.ladder.run("elementwise", variant, x, b, act)
             check_close(out, ref_bias_act(x, b, act), dtype)
-        check_close(cudasteps.ladder.run("elementwise", variant, x, None, "gelu"), ref_bias_act(x, None, "gelu"), dtype)
+        check_close(
+            cudasteps.ladder.run("elementwise", variant, x, None, "gelu"),
+            ref_bias_act(x, None, "gelu"),
+            dtype,
+        )
 
 
 @requires_cuda

@@ -10,10 +10,9 @@ from ._loader import load_extension
 
 load_extension()
 
-from . import ladder  # noqa: E402,F401
+from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
 from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
-from . import nn  # noqa: E402,F401
 
 __all__ = [
     "copy",

@@ -37,9 +37,7 @@ def bias_act(x: torch.Tensor, bias: Optional[torch.Tensor] = None, act: str = "n
     return _ops.bias_act(x, bias, act)
 
 
-def bias_act_backward(
-    grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str
-) -> tuple:
+def bias_act_backward(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tuple:
     """The gradients of ``bias_act``: ``(grad * act'(x + bias), that summed over all rows)``.
 
     The second is None when ``bias`` is None, else has ``bias``'s dtype. The column sum is
@@ -114,9 +112,7 @@ def _check_feature_vector(v, x, op, arg, x_arg):
 
 
 def _check_act(act, op):
-    _checks.check(
-        act in ACTIVATIONS, op, f"act must be one of {', '.join(ACTIVATIONS)}, got '{act}'"
-    )
+    _checks.check(act in ACTIVATIONS, op, f"act must be one of {', '.join(ACTIVATIONS)}, got '{act}'")
 
 
 def _check_bias_act(x, bias, act, op):

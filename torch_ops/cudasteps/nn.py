@@ -39,9 +39,10 @@ def _autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
 class Linear(nn.Module):
     """``y = x @ weight.T + bias``: a drop-in for ``torch.nn.Linear`` running ``cudasteps.linear``.
 
-    fp32 (and fp64); under autocast it computes in fp32 and returns fp32. Same constructor arguments (``in_features, out_features, bias=True, device=None,
-    dtype=None``), parameter names, initialisation (``reset_parameters``) and ``state_dict`` keys,
-    so state dicts load both ways between this and ``torch.nn.Linear``.
+    fp32 (and fp64); under autocast it computes in fp32 and returns fp32. Same constructor
+    arguments (``in_features, out_features, bias=True, device=None, dtype=None``), parameter
+    names, initialisation (``reset_parameters``) and ``state_dict`` keys, so state dicts load
+    both ways between this and ``torch.nn.Linear``.
     """
 
     __constants__ = ["in_features", "out_features"]
@@ -78,7 +79,9 @@ class Linear(nn.Module):
         return torch.ops.cudasteps.linear(x, weight, self.bias)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
 class BiasAct(nn.Module):
