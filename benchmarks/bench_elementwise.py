@@ -134,11 +134,31 @@ def _binary_cases(bench, numel, dtype):
     del same, per_feature
 
 
+def _host_cases(bench):
+    """Host time per call on a tiny input (launch + dispatch + autograd overhead), vs torch."""
+    dev = bench.device
+    x = _make((64, 64), torch.float32, dev, 0, requires_grad=True)
+    b = _make((64,), torch.float32, dev, 1, requires_grad=True)
+    g = _make((64, 64), torch.float32, dev, 2)
+
+    def ours(x, b):
+        return cudasteps.bias_act(x, b, "gelu")
+
+    for impl, fn in (("torch", _gelu_bias), ("cudasteps", ours)):
+        ms = bench.time_host(fn, (x, b))
+        bench.record(op="bias_act", case="host 64x64 fp32 fwd", impl=impl, dtype=torch.float32,
+                     shape=[64, 64], ms=ms)
+        ms = bench.time_host(_fwd_bwd(fn), (x, b, g))
+        bench.record(op="bias_act", case="host 64x64 fp32 fwd+bwd", impl=impl, dtype=torch.float32,
+                     shape=[64, 64], ms=ms)
+
+
 def run(bench):
     if not bench.is_cuda:
         # A few small CPU cases, so `make bench` works without a GPU.
         _bias_act_cases(bench, 512, 1024, torch.float32)
         _binary_cases(bench, 1 << 20, torch.float32)
+        _host_cases(bench)
         return
     M = N = 4096 if bench.quick else 8192
     for dtype in (torch.float32, torch.bfloat16):
@@ -146,6 +166,7 @@ def run(bench):
     numel = (1 << 26) if bench.quick else (1 << 28)  # 1 GiB of fp32 per operand in full mode
     _binary_cases(bench, numel, torch.float32)
     _binary_cases(bench, numel, torch.bfloat16)
+    _host_cases(bench)
     bench.section(
         "elementwise",
         "bias_act fuses the bias add into the activation (one read of x, one write of y) and its "
