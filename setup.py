@@ -140,12 +140,21 @@ def _extension():
     )
 
 
+class BuildExt(BuildExtension.with_options(use_ninja=True)):
+    """Objects always under build/temp: pip's editable install and a later `setup.py build_ext
+    --inplace` then share them, so ninja recompiles only what changed."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.build_temp = os.path.join(ROOT, "build", "temp")
+
+
 setup(
     name="cudasteps",
     version="0.1.0",
     packages=find_packages("torch_ops"),
     package_dir={"": "torch_ops"},
     ext_modules=[_extension()],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExt},
     options={"bdist_wheel": {"py_limited_api": ABI3_TAG}},
 )

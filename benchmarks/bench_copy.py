@@ -94,10 +94,11 @@ def run(bench):
 
     bench.section(
         "copy: what each step buys",
-        "`scalar` launches one thread per element (numel/256 blocks), so block scheduling and 4-byte "
-        "accesses limit it. `grid_stride` sizes the grid to one wave of resident blocks (SM count x "
-        "occupancy) and loops. `vec16` moves 16 bytes per load and store (SASS: `LDG.E.128` / "
-        "`STG.E.128`, checked with `cuobjdump --dump-sass`), with four loads in flight per thread "
-        "before the first store. Misaligned views keep 16-byte stores and load the widest words "
-        "the input address allows.",
+        "`scalar` launches one thread per element, each block moving 2 KiB with 4-byte accesses. "
+        "`grid_stride` sizes the grid to one wave of resident blocks (SM count x occupancy) and "
+        "loops. `vec16_persistent` moves 16 bytes per load and store (SASS: `LDG.E.128` / "
+        "`STG.E.128`, see the SASS report of scripts/gpu_check.sh) from the same one-wave grid. "
+        "`vec16` (what `copy` runs) launches one block per 8 KiB tile instead, so blocks sweep memory "
+        "in address order, with streaming (evict-first) cache hints. Misaligned views keep 16-byte "
+        "stores and load the widest words the input address allows.",
     )

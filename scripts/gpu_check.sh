@@ -5,46 +5,54 @@
 #   3. compute-sanitizer: memcheck over the CUDA tests' smoke run, racecheck over the smem kernels
 #   4. SASS checks (16-byte accesses, no local-memory spills) and ncu counters for the ladders
 #   5. the benchmark report                    (make bench -> $RESULTS_DIR)
-# Logs and results go to $OUT (default ./gpu_check_out). STEPS selects steps (default: all).
+# Logs go to $OUT/logs.tgz, results to $RESULTS_DIR (default $OUT/results, packed as
+# $OUT/results.tgz), a summary to $OUT/summary.txt. STEPS selects steps (default: all).
 # Usage on the device: OUT=$OUT scripts/gpu_check.sh   or   STEPS="build test" scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(pwd)/gpu_check_out}
-mkdir -p "$OUT"
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
 export RESULTS_DIR=${RESULTS_DIR:-$OUT/results}
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
 export PIP_NO_INDEX=1  # no network there: fail fast instead of retrying
 STEPS=${STEPS:-"build test sanitize sass ncu bench"}
 PY=$(scripts/python.sh)
+# The GPU image sets CXX=/opt/gcc/bin/g++, a wrapper whose link step puts a static copy of
+# libstdc++ into shared objects: the extension then formats its first error message with its own,
+# uninitialised iostreams and segfaults. The system g++ links libstdc++.so like libtorch does.
+if [[ "${CXX:-}" == /opt/gcc/* ]] && [ -x /usr/bin/g++ ]; then
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+fi
 export PATH=$PATH:/usr/local/cuda/bin
 status=0
 summary=()
 
-step() {  # step NAME TIMEOUT_S CMD...: run, log to $OUT/NAME.log, remember pass/fail
+step() {  # step NAME TIMEOUT_S CMD...: run, log to $LOGS/NAME.log, remember pass/fail
   local name=$1 limit=$2
   shift 2
   local t0=$SECONDS
   echo "=== $name: $*"
-  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   local line="$name: rc=$rc in $((SECONDS - t0)) s"
   [ $rc -ne 0 ] && status=1
   summary+=("$line")
   echo "$line"
-  tail -n 4 "$OUT/$name.log"
+  tail -n 4 "$LOGS/$name.log"
 }
 
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$OUT/gpu.txt" 2>&1
-cat "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$LOGS/gpu.txt" 2>&1
+cat "$LOGS/gpu.txt"
 
 want build && step build 600 make build
 SO=$(ls torch_ops/cudasteps/_C*.so 2>/dev/null | head -n1)
 
 if want test; then
-  step test 600 "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$OUT/junit.xml"
-  grep -E "passed|failed" "$OUT/test.log" | tail -n 1
+  step test 600 "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$LOGS/junit.xml"
+  grep -E "passed|failed" "$LOGS/test.log" | tail -n 1
 fi
 
 if want sanitize; then
@@ -57,9 +65,9 @@ if want sanitize; then
 fi
 
 if want sass && [ -n "$SO" ]; then
-  cuobjdump --dump-sass "$SO" >"$OUT/sass.txt" 2>&1
-  "$PY" scripts/sass_report.py "$OUT/sass.txt" >"$OUT/sass_report.txt" 2>&1
-  cat "$OUT/sass_report.txt" | head -n 40
+  cuobjdump --dump-sass "$SO" >"$LOGS/sass.txt" 2>&1
+  "$PY" scripts/sass_report.py "$LOGS/sass.txt" >"$LOGS/sass_report.txt" 2>&1
+  head -n 60 "$LOGS/sass_report.txt"
 fi
 
 if want ncu && command -v ncu >/dev/null; then
@@ -74,9 +82,12 @@ fi
 
 if want bench; then
   step bench 900 make bench BENCH_ARGS="${BENCH_ARGS:-}"
-  tail -n 150 "$OUT/bench.log" | grep -E "^\|" | head -n 150
+  tail -n 150 "$LOGS/bench.log" | grep -E "^\|" | head -n 150
 fi
 
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+# Few files come back from the device machine: pack the logs (and results, if elsewhere) into one.
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
+if [ -d "$OUT/results" ]; then tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"; fi
 exit $status

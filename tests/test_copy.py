@@ -168,7 +168,7 @@ def test_copy_ladder_variants(variant, dtype):
 
 @requires_cuda
 def test_copy_ladder_rejects_unknown_variant():
-    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_copy: variant must be one of scalar, grid_stride, vec16"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_copy: variant must be one of scalar, grid_stride, vec16_persistent, vec16"):
         cudasteps.ladder.run("copy", "fastest", make_tensor((4,), torch.float32, "cuda"))
 
 

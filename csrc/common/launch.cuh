@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace cudasteps {
 
@@ -18,11 +21,23 @@ __host__ __device__ constexpr T ceil_div(T a, T b) {
 inline int sm_count() { return at::cuda::getCurrentDeviceProperties()->multiProcessorCount; }
 
 // Resident blocks of `kernel` per SM at `block` threads and `smem_bytes` dynamic shared memory.
+// The answer depends only on the kernel and the device, and the query costs about a microsecond
+// of host time, so it is cached per (kernel, block, smem, device).
 template <typename Kernel>
 inline int blocks_per_sm(Kernel kernel, int block, size_t smem_bytes = 0) {
+  using Key = std::tuple<const void*, int, size_t, int>;
+  static std::mutex mutex;
+  static std::map<Key, int> cache;
+  const Key key{reinterpret_cast<const void*>(kernel), block, smem_bytes,
+                int(c10::cuda::current_device())};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
   int blocks = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, smem_bytes));
-  return std::max(blocks, 1);
+  blocks = std::max(blocks, 1);
+  cache.emplace(key, blocks);
+  return blocks;
 }
 
 // Grid for a grid-stride loop over `work_items` items of `items_per_block` each: enough blocks to

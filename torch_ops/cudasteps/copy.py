@@ -12,7 +12,7 @@ from . import _checks
 _ops = torch.ops.cudasteps
 
 # The optimization ladder of this family, naive first; the last entry is what copy() runs.
-LADDER = ("scalar", "grid_stride", "vec16")
+LADDER = ("scalar", "grid_stride", "vec16_persistent", "vec16")
 
 
 def copy(x: torch.Tensor) -> torch.Tensor:
