@@ -4,22 +4,27 @@
 // Two kernel shapes serve every op (inputs are made contiguous first; outputs are contiguous):
 //
 // * flat_kernel: out[i] = op(a[i], b[i]) (or op(a[i], 0)) over the whole tensor, for same-shape
-//   add/mul and bias-free activations. A one-wave grid-stride loop over 16-byte vectors with
-//   kFlatUnroll vectors in flight per thread, a scalar tail done by block 0, and a VEC = 1
+//   add/mul and bias-free activations. One 16-byte vector per thread per tile of kFlatThreads
+//   vectors and one block per tile ("one-shot" grid: blocks sweep memory in address order, which
+//   the copy family measured fastest on the H100), a scalar tail done by block 0, and a VEC = 1
 //   instantiation when any pointer is not 16-byte aligned.
 //
 // * rowvec_kernel / rowgrad_kernel: x viewed as (rows, cols), a per-feature vector v indexed by
 //   column. A block is col_threads x row_threads = 256 threads; each thread owns VEC adjacent
 //   columns for its whole life, so it loads its VEC bias values into registers once and never
-//   computes an index modulo cols, then walks rows with a stride of gridDim.y * row_threads,
-//   kRowUnroll rows in flight. With col_threads = 32 a warp reads 32 x 16 B = 512 contiguous bytes
-//   of one row per access (four full 128-byte lines). The 16-byte path needs cols % VEC == 0 and
-//   16-byte aligned pointers (then every row start is aligned too); otherwise VEC = 1.
-//   rowgrad_kernel also sums its d = f(grad, x, bias) values per column: in registers over its
-//   rows, then over the block's row_threads through shared memory in a fixed order, then one
-//   partial per (blockIdx.y, column) in a small fp32 buffer that finalize_colsum_kernel sums over
-//   blockIdx.y in order. The grid depends only on the shape and the device, so grad_bias is
-//   bitwise reproducible run to run (no atomics).
+//   computes an index modulo cols. A block works on chunks of kRowUnroll x row_threads adjacent
+//   rows (thread ty takes rows ty, ty + row_threads, ...: kRowUnroll independent 16-byte loads in
+//   flight), chunk blockIdx.y, blockIdx.y + gridDim.y, ... With col_threads = 32 a warp reads
+//   32 x 16 B = 512 contiguous bytes of one row per access (four full 128-byte lines). The
+//   16-byte path needs cols % VEC == 0 and 16-byte aligned pointers (then every row start is
+//   aligned too); otherwise VEC = 1.
+//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel). The backward
+//   (rowgrad) launches one wave of blocks, each looping over chunks, because it also sums its
+//   d = f(grad, x, bias) values per column: in registers over its rows, then over the block's
+//   row_threads through shared memory in a fixed order, then one fp32 partial per
+//   (blockIdx.y, column) that finalize_colsum_kernel sums over blockIdx.y in order. One wave keeps
+//   that partial buffer small (gridDim.y rows of cols floats). The grid depends only on the shape
+//   and the device, so grad_bias is bitwise reproducible run to run (no atomics).
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -36,7 +41,10 @@ namespace cudasteps {
 namespace elementwise {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;  // row kernels: 32 column threads x 8 row threads (see above)
+// Flat kernel block size and one vector per thread per tile: the copy family's measured best on
+// the H100 (1 GiB: 1 x 512 threads 3.01 TB/s vs 4 x 256 2.98 TB/s).
+constexpr int kFlatThreads = 512;
 // Column threads of a rowvec/rowgrad block when there are enough rows: one warp spans one row
 // segment of 32 x 16 B (coalesced, 4 full lines) and the 8 warps of a block take 8 rows, so the
 // backward's cross-thread column reduction is 8-deep through shared memory.
@@ -45,8 +53,6 @@ constexpr int kMaxColThreads = 32;
 // 4 x 16 B x 2048 resident threads = 128 KiB per SM for the forward, twice that for the
 // backward (grad and x), comfortably above what Little's law asks for ~3 TB/s.
 constexpr int kRowUnroll = 4;
-// 16-byte vectors each thread of the flat kernel keeps in flight (as in the copy kernel).
-constexpr int kFlatUnroll = 4;
 
 template <typename T>
 constexpr int vec16_elems() {
@@ -87,7 +93,7 @@ __device__ __forceinline__ Vec<T, VEC> apply_vec(const Vec<T, VEC>& a, const Vec
 }
 
 template <typename T, int VEC, bool kHasB, typename Op>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kFlatThreads)
     flat_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                 int64_t numel, Op op) {
   using V = Vec<T, VEC>;
@@ -96,22 +102,13 @@ __global__ void __launch_bounds__(kThreads)
   const V* av = reinterpret_cast<const V*>(a);
   const V* bv = reinterpret_cast<const V*>(b);
   V* ov = reinterpret_cast<V*>(out);
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + (kFlatUnroll - 1) * stride < n_vec; i += kFlatUnroll * stride) {
-    V ra[kFlatUnroll], rb[kFlatUnroll];
-#pragma unroll
-    for (int u = 0; u < kFlatUnroll; ++u) {
-      ra[u] = av[i + u * stride];
-      if constexpr (kHasB) rb[u] = bv[i + u * stride];
-    }
-#pragma unroll
-    for (int u = 0; u < kFlatUnroll; ++u) ov[i + u * stride] = apply_vec<T, VEC, kHasB>(ra[u], rb[u], op);
-  }
-  for (; i < n_vec; i += stride) {
+  // One-shot grid: normally one iteration; the loop covers grids capped at INT_MAX blocks.
+  const int64_t stride = int64_t(gridDim.x) * kFlatThreads;
+  for (int64_t i = int64_t(blockIdx.x) * kFlatThreads + threadIdx.x; i < n_vec; i += stride) {
+    const V ra = av[i];
     V rb;
     if constexpr (kHasB) rb = bv[i];
-    ov[i] = apply_vec<T, VEC, kHasB>(av[i], rb, op);
+    ov[i] = apply_vec<T, VEC, kHasB>(ra, rb, op);
   }
   // Scalar tail: the last numel % VEC (< 16) elements.
   if (blockIdx.x == 0) {
@@ -121,19 +118,17 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, bool kHasB, typename Op>
-void launch_flat(const T* a, const T* b, T* out, int64_t numel, Op op, cudaStream_t stream,
-                 bool allow_vec = true) {
+void launch_flat(const T* a, const T* b, T* out, int64_t numel, Op op, cudaStream_t stream) {
   constexpr int kVec = vec16_elems<T>();
   const bool aligned = is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes) &&
                        (!kHasB || is_aligned(b, kVecBytes));
-  if (allow_vec && aligned) {
-    const auto kernel = flat_kernel<T, kVec, kHasB, Op>;
-    const int64_t grid = persistent_grid(kernel, kThreads, numel / kVec, int64_t(kThreads) * kFlatUnroll);
-    kernel<<<grid, kThreads, 0, stream>>>(a, b, out, numel, op);
+  const int vec = aligned ? kVec : 1;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div<int64_t>(numel / vec, kFlatThreads));
+  const int64_t grid = std::min<int64_t>(tiles, INT_MAX);
+  if (aligned) {
+    flat_kernel<T, kVec, kHasB, Op><<<grid, kFlatThreads, 0, stream>>>(a, b, out, numel, op);
   } else {
-    const auto kernel = flat_kernel<T, 1, kHasB, Op>;
-    const int64_t grid = persistent_grid(kernel, kThreads, numel, int64_t(kThreads) * kFlatUnroll);
-    kernel<<<grid, kThreads, 0, stream>>>(a, b, out, numel, op);
+    flat_kernel<T, 1, kHasB, Op><<<grid, kFlatThreads, 0, stream>>>(a, b, out, numel, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -155,22 +150,26 @@ struct RowGrid {
   int col_threads;
 };
 
-// One wave of blocks: col_tiles blocks across the columns, enough row groups to fill the GPU.
+// col_tiles blocks across the columns; across the rows, one block per chunk of
+// kRowUnroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
 template <typename Kernel>
-RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, const char* op) {
+RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op) {
   RowGrid g;
   g.col_threads = pick_col_threads(rows, cols, vec);
   const int row_threads = kThreads / g.col_threads;
   const int64_t col_tiles = ceil_div<int64_t>(cols, int64_t(g.col_threads) * vec);
-  CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have fewer than ", int64_t(INT_MAX) * g.col_threads * vec,
-                  " columns, got ", cols);
-  const int64_t row_groups = ceil_div<int64_t>(rows, row_threads);
-  const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, kThreads);
-  // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
-  // after the first finishes, nearly doubling the time (each block loops over many rows).
-  const int64_t want_y = std::max<int64_t>(1, resident / col_tiles);
-  const int64_t grid_y = std::min<int64_t>({want_y, row_groups, 65535});
-  g.grid = dim3(static_cast<unsigned>(col_tiles), static_cast<unsigned>(std::max<int64_t>(grid_y, 1)));
+  CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have at most ",
+                  int64_t(INT_MAX) * g.col_threads * vec, " columns, got ", cols);
+  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * kRowUnroll);
+  int64_t grid_y = row_chunks;
+  if (!one_shot) {
+    // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
+    // after the first finishes, nearly doubling the time (each block loops over many chunks).
+    const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, kThreads);
+    grid_y = std::min<int64_t>(grid_y, std::max<int64_t>(1, resident / col_tiles));
+  }
+  grid_y = std::max<int64_t>(1, std::min<int64_t>(grid_y, 65535));
+  g.grid = dim3(static_cast<unsigned>(col_tiles), static_cast<unsigned>(grid_y));
   return g;
 }
 
@@ -188,26 +187,25 @@ __global__ void __launch_bounds__(kThreads)
   if (c0 >= cols) return;  // no barrier below
   Acc vv[VEC];
   load_feature<T, VEC>(v, v_is_float, c0, vv);
-  const int64_t row_step = int64_t(gridDim.y) * row_threads;
-  int64_t r = int64_t(blockIdx.y) * row_threads + ty;
-  for (; r + (kRowUnroll - 1) * row_step < rows; r += kRowUnroll * row_step) {
+  const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+  for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
+       base += int64_t(gridDim.y) * chunk_rows) {
     V in[kRowUnroll];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) in[u] = *reinterpret_cast<const V*>(a + (r + u * row_step) * cols + c0);
+    for (int u = 0; u < kRowUnroll; ++u) {
+      const int64_t r = base + int64_t(u) * row_threads;
+      if (r < rows) in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+    }
 #pragma unroll
     for (int u = 0; u < kRowUnroll; ++u) {
-      V o;
+      const int64_t r = base + int64_t(u) * row_threads;
+      if (r < rows) {
+        V o;
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
-      *reinterpret_cast<V*>(out + (r + u * row_step) * cols + c0) = o;
+        for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
+        *reinterpret_cast<V*>(out + r * cols + c0) = o;
+      }
     }
-  }
-  for (; r < rows; r += row_step) {
-    const V in = *reinterpret_cast<const V*>(a + r * cols + c0);
-    V o;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in.val[k]), vv[k]));
-    *reinterpret_cast<V*>(out + r * cols + c0) = o;
   }
 }
 
@@ -217,11 +215,11 @@ void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t r
   constexpr int kVec = vec16_elems<T>();
   if (cols % kVec == 0 && is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes)) {
     const auto kernel = rowvec_kernel<T, kVec, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, kVec, name);
+    const RowGrid g = row_grid(kernel, rows, cols, kVec, /*one_shot=*/true, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   } else {
     const auto kernel = rowvec_kernel<T, 1, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, 1, name);
+    const RowGrid g = row_grid(kernel, rows, cols, 1, /*one_shot=*/true, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -248,42 +246,33 @@ __global__ void __launch_bounds__(kThreads)
   if (active) {
     Acc vv[VEC];
     load_feature<T, VEC>(v, v_is_float, c0, vv);
-    const int64_t row_step = int64_t(gridDim.y) * row_threads;
-    int64_t r = int64_t(blockIdx.y) * row_threads + ty;
-    for (; r + (kRowUnroll - 1) * row_step < rows; r += kRowUnroll * row_step) {
+    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+    for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
+         base += int64_t(gridDim.y) * chunk_rows) {
       V gin[kRowUnroll];
       [[maybe_unused]] V ain[kRowUnroll];
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t off = (r + u * row_step) * cols + c0;
-        gin[u] = *reinterpret_cast<const V*>(g + off);
-        if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + off);
+        const int64_t r = base + int64_t(u) * row_threads;
+        if (r < rows) {
+          gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
+          if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+        }
       }
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
-        [[maybe_unused]] V o;
+        const int64_t r = base + int64_t(u) * row_threads;
+        if (r < rows) {
+          [[maybe_unused]] V o;
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
-          if constexpr (kWriteOut) o.val[k] = T(d);
-          acc[k] += d;
+          for (int k = 0; k < VEC; ++k) {
+            const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
+            if constexpr (kWriteOut) o.val[k] = T(d);
+            acc[k] += d;
+          }
+          if constexpr (kWriteOut) *reinterpret_cast<V*>(out + r * cols + c0) = o;
         }
-        if constexpr (kWriteOut) *reinterpret_cast<V*>(out + (r + u * row_step) * cols + c0) = o;
       }
-    }
-    for (; r < rows; r += row_step) {
-      const int64_t off = r * cols + c0;
-      const V gin = *reinterpret_cast<const V*>(g + off);
-      [[maybe_unused]] V ain;
-      if constexpr (kHasA) ain = *reinterpret_cast<const V*>(a + off);
-      [[maybe_unused]] V o;
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const Acc d = op(Acc(gin.val[k]), kHasA ? Acc(ain.val[k]) : Acc(1), vv[k]);
-        if constexpr (kWriteOut) o.val[k] = T(d);
-        acc[k] += d;
-      }
-      if constexpr (kWriteOut) *reinterpret_cast<V*>(out + off) = o;
     }
   }
   // Sum over the block's row threads in a fixed order: thread (tx, 0) adds rows ty = 0, 1, ...
@@ -325,7 +314,7 @@ void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* o
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
                       (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
   auto run = [&](auto kernel, int vec) {
-    const RowGrid rg = row_grid(kernel, rows, cols, vec, name);
+    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
     at::Tensor partials =
         at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
     kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),
