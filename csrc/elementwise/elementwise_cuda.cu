@@ -190,21 +190,21 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
   for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
        base += int64_t(gridDim.y) * chunk_rows) {
+    // kRowUnroll loads issued before the first use. Rows past the end (last chunk only) load the
+    // last row instead, so the loads need no predicate; their results are not stored.
     V in[kRowUnroll];
 #pragma unroll
     for (int u = 0; u < kRowUnroll; ++u) {
-      const int64_t r = base + int64_t(u) * row_threads;
-      if (r < rows) in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+      const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
+      in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
     }
 #pragma unroll
     for (int u = 0; u < kRowUnroll; ++u) {
       const int64_t r = base + int64_t(u) * row_threads;
-      if (r < rows) {
-        V o;
+      V o;
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
-        *reinterpret_cast<V*>(out + r * cols + c0) = o;
-      }
+      for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
+      if (r < rows) *reinterpret_cast<V*>(out + r * cols + c0) = o;
     }
   }
 }
@@ -249,28 +249,30 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
     for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
          base += int64_t(gridDim.y) * chunk_rows) {
+      // 2 x kRowUnroll loads issued before the first use. Rows past the end (last chunk only)
+      // load the last row instead, so the loads need no predicate; their d is neither stored nor
+      // summed.
       V gin[kRowUnroll];
       [[maybe_unused]] V ain[kRowUnroll];
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t r = base + int64_t(u) * row_threads;
-        if (r < rows) {
-          gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
-          if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
-        }
+        const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
+        gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
+        if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
       }
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
         const int64_t r = base + int64_t(u) * row_threads;
-        if (r < rows) {
-          [[maybe_unused]] V o;
+        const bool valid = r < rows;
+        [[maybe_unused]] V o;
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
-            if constexpr (kWriteOut) o.val[k] = T(d);
-            acc[k] += d;
-          }
-          if constexpr (kWriteOut) *reinterpret_cast<V*>(out + r * cols + c0) = o;
+        for (int k = 0; k < VEC; ++k) {
+          const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
+          if constexpr (kWriteOut) o.val[k] = T(d);
+          acc[k] += valid ? d : Acc(0);
+        }
+        if constexpr (kWriteOut) {
+          if (valid) *reinterpret_cast<V*>(out + r * cols + c0) = o;
         }
       }
     }
