@@ -83,6 +83,13 @@ def run(bench):
             ms = timer(fn, (small,))
             bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[1024], ms=ms, bytes=2 * 4096)
 
+    # Per-call host cost with autograd recording (C++ autograd: no Python runs inside the call).
+    small_rg = small.clone().requires_grad_()
+    case = "4 KiB fp32 requires_grad host/call"
+    for impl, fn in (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)):
+        ms = bench.time_host(fn, (small_rg,))
+        bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[1024], ms=ms, bytes=2 * 4096)
+
     # The ladder, on the largest size.
     nbytes = sizes[-1]
     numel = nbytes // 4

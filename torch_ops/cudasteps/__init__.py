@@ -13,17 +13,23 @@ load_extension()
 from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
 from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
+from .gemm import addmm, linear, mm  # noqa: E402
+from .reduce import sum  # noqa: E402,A004
 
 __all__ = [
+    "add",
+    "addmm",
+    "bias_act",
+    "bias_act_backward",
     "copy",
     "copy_",
     "cuda_available",
     "ladder",
-    "add",
-    "bias_act",
-    "bias_act_backward",
+    "linear",
+    "mm",
     "mul",
     "nn",
+    "sum",
     "sum_leading",
 ]
 

@@ -10,11 +10,15 @@ of them side by side so the results table shows what each optimization buys.
 
 from . import copy as _copy
 from . import elementwise as _elementwise
+from . import gemm as _gemm
+from . import reduce as _reduce
 
 # family name -> its module, which defines LADDER (naive first) and run_ladder(variant, *args).
 _FAMILIES = {
     "copy": _copy,
     "elementwise": _elementwise,
+    "gemm": _gemm,
+    "reduce": _reduce,
 }
 
 

@@ -1,0 +1,195 @@
+// Argument checks and operand layouts shared by the CPU and CUDA GEMM kernels (mm, addmm, linear).
+//
+// Every op reduces to one problem:  out[M, N] = alpha * (A[M, K] @ B[K, N]) + beta * C[m, n]
+// where C is an optional strided (possibly broadcast, stride 0) addend: addmm's `self` (expanded
+// to [M, N]) or linear's bias (strides {0, 1}). The addend is applied in the epilogue of the GEMM
+// kernel, never as an extra pass.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/checks.h"
+
+namespace cudasteps {
+namespace gemm {
+
+// torch's counterpart of each op, named in the dtype error.
+inline const char* torch_counterpart(const char* op) {
+  const std::string name(op);
+  if (name == "addmm") return "torch.addmm";
+  if (name == "linear") return "torch.nn.functional.linear";
+  return "torch.mm";
+}
+
+// float32 (the tuned SGEMM) or float64 (a simple tiled kernel); anything else is torch's job.
+inline void check_gemm_dtype(const at::Tensor& t, const char* op, const char* arg) {
+  const auto dtype = t.scalar_type();
+  CUDASTEPS_CHECK(dtype == at::kFloat || dtype == at::kDouble, op, arg,
+                  " must be float32 or float64, got ", dtype, " (use ", torch_counterpart(op),
+                  " for half/bf16 tensor-core GEMM)");
+}
+
+// Checks for self @ mat2 style arguments (names passed in so addmm/linear say mat1/input).
+inline void check_mm_pair(const at::Tensor& a, const at::Tensor& b, const char* op,
+                          const char* a_name, const char* b_name) {
+  check_defined(a, op, a_name);
+  check_defined(b, op, b_name);
+  check_dim(a, 2, op, a_name);
+  check_dim(b, 2, op, b_name);
+  check_gemm_dtype(a, op, a_name);
+  check_gemm_dtype(b, op, b_name);
+  check_same_dtype(b, a, op, b_name, a_name);
+  check_same_device(b, a, op, b_name, a_name);
+  CUDASTEPS_CHECK(b.size(0) == a.size(1), op, b_name, ".size(0) must equal ", a_name,
+                  ".size(1) (", a.size(1), "), got ", b.size(0), " (shapes ", a.sizes(), " and ",
+                  b.sizes(), ")");
+}
+
+// addmm: self must broadcast to [M, N] and share dtype/device with mat1.
+inline void check_addmm_self(const at::Tensor& self, const at::Tensor& mat1, int64_t M, int64_t N) {
+  constexpr const char* op = "addmm";
+  check_defined(self, op, "self");
+  check_gemm_dtype(self, op, "self");
+  check_same_dtype(self, mat1, op, "self", "mat1");
+  check_same_device(self, mat1, op, "self", "mat1");
+  bool ok = self.dim() <= 2;
+  if (ok) {
+    const int64_t target[2] = {M, N};
+    for (int64_t i = 0; i < self.dim(); ++i) {
+      const int64_t s = self.size(self.dim() - 1 - i);
+      const int64_t t = target[1 - i];
+      ok = ok && (s == t || s == 1);
+    }
+  }
+  CUDASTEPS_CHECK(ok, op, "self must be broadcastable to [", M, ", ", N, "], got shape ",
+                  self.sizes());
+}
+
+// linear: input [..., K], weight [N, K], bias [N] (or broadcastable to it) or None.
+inline void check_linear_args(const at::Tensor& input, const at::Tensor& weight,
+                              const c10::optional<at::Tensor>& bias) {
+  constexpr const char* op = "linear";
+  check_defined(input, op, "input");
+  check_defined(weight, op, "weight");
+  check_min_dim(input, 1, op, "input");
+  check_dim(weight, 2, op, "weight");
+  check_gemm_dtype(input, op, "input");
+  check_gemm_dtype(weight, op, "weight");
+  check_same_dtype(weight, input, op, "weight", "input");
+  check_same_device(weight, input, op, "weight", "input");
+  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op, "weight.size(1) must equal input.size(-1) (",
+                  input.size(-1), "), got ", weight.size(1), " (shapes ", input.sizes(), " and ",
+                  weight.sizes(), ")");
+  if (bias.has_value() && bias->defined()) {
+    const at::Tensor& b = *bias;
+    check_same_dtype(b, input, op, "bias", "input");
+    check_same_device(b, input, op, "bias", "input");
+    CUDASTEPS_CHECK(b.dim() <= 1 && (b.numel() == weight.size(0) || b.numel() == 1), op,
+                    "bias must have shape [", weight.size(0), "] (or one element), got shape ",
+                    b.sizes());
+  }
+}
+
+// One GEMM operand as the kernels see it: element (r, c) of a rows x cols matrix sits at
+//   ptr[r * ld + c]  (row-major, col_major == false)   or   ptr[c * ld + r]  (col_major == true).
+// `holder` keeps a contiguous copy alive when the input's strides fit neither layout.
+struct Operand {
+  at::Tensor holder;
+  int64_t ld = 1;
+  bool col_major = false;
+  const void* ptr = nullptr;
+};
+
+// A row-major or column-major description of `t` (2-D) without copying when one stride is 1 and
+// the other is at least the extent it jumps over; otherwise a contiguous copy made by
+// cudasteps::copy (through the dispatcher, so it runs our kernel on the tensor's device).
+inline Operand make_operand(const at::Tensor& t) {
+  const int64_t rows = t.size(0), cols = t.size(1);
+  const int64_t s0 = t.stride(0), s1 = t.stride(1);
+  Operand op;
+  // Size-1 dimensions may carry any stride: they are never stepped over.
+  const bool unit_c = s1 == 1 || cols <= 1;
+  const bool unit_r = s0 == 1 || rows <= 1;
+  if (unit_c && (rows <= 1 || s0 >= std::max<int64_t>(cols, 1))) {
+    op.holder = t;
+    op.col_major = false;
+    // rows <= 1: ld is never used to step, so pick one that keeps 16-byte accesses legal.
+    op.ld = rows <= 1 ? std::max<int64_t>((cols + 3) / 4 * 4, 4) : s0;
+  } else if (unit_r && (cols <= 1 || s1 >= std::max<int64_t>(rows, 1))) {
+    op.holder = t;
+    op.col_major = true;
+    op.ld = cols <= 1 ? std::max<int64_t>((rows + 3) / 4 * 4, 4) : s1;
+  } else {
+    static const auto copy_op = c10::Dispatcher::singleton()
+                                    .findSchemaOrThrow("cudasteps::copy", "")
+                                    .typed<at::Tensor(const at::Tensor&)>();
+    op.holder = copy_op.call(t);
+    op.col_major = false;
+    op.ld = std::max<int64_t>(cols, 1);
+  }
+  op.ptr = op.holder.const_data_ptr();
+  return op;
+}
+
+// The epilogue addend: C[m, n] at ptr[m * s0 + n * s1] (strides may be 0 for broadcasts).
+struct Addend {
+  at::Tensor holder;
+  const void* ptr = nullptr;  // nullptr: no addend
+  int64_t s0 = 0, s1 = 0;
+};
+
+// addmm's self expanded to [M, N] (a view: broadcast dims get stride 0).
+inline Addend make_addend(const at::Tensor& self, int64_t M, int64_t N) {
+  Addend add;
+  add.holder = self.expand({M, N});
+  add.ptr = add.holder.const_data_ptr();
+  add.s0 = add.holder.stride(0);
+  add.s1 = add.holder.stride(1);
+  return add;
+}
+
+// linear's bias as a row vector broadcast over the M rows.
+inline Addend make_bias_addend(const at::Tensor& bias, int64_t N) {
+  Addend add;
+  add.holder = bias.reshape({-1});
+  add.ptr = add.holder.const_data_ptr();
+  add.s0 = 0;
+  add.s1 = add.holder.numel() == 1 ? 0 : add.holder.stride(0);
+  (void)N;
+  return add;
+}
+
+// input [..., K] as a 2-D [M, K] matrix: a view when possible, a cudasteps::copy otherwise.
+inline at::Tensor flatten_input(const at::Tensor& input) {
+  if (input.dim() == 2) return input;
+  const int64_t K = input.size(-1);
+  if (input.dim() == 1) return input.view({1, K});
+  at::Tensor src = input;
+  if (!input.is_contiguous()) {
+    static const auto copy_op = c10::Dispatcher::singleton()
+                                    .findSchemaOrThrow("cudasteps::copy", "")
+                                    .typed<at::Tensor(const at::Tensor&)>();
+    src = copy_op.call(input);
+  }
+  const int64_t M = K == 0 ? 0 : src.numel() / K;
+  if (K == 0) {
+    int64_t rows = 1;
+    for (int64_t d = 0; d < input.dim() - 1; ++d) rows *= input.size(d);
+    return src.reshape({rows, 0});
+  }
+  return src.view({M, K});
+}
+
+// The shape of linear's output: input.shape[:-1] + [N].
+inline std::vector<int64_t> linear_out_shape(const at::Tensor& input, int64_t N) {
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end() - 1);
+  shape.push_back(N);
+  return shape;
+}
+
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,173 @@
+// Autograd for mm, addmm and linear. The backward runs cudasteps::mm on transposed views, which
+// the kernels read in place (a transposed view is a column-major operand), so training with
+// cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
+// reductions through cudasteps::sum.
+#include <torch/library.h>
+
+#include "common/autograd.h"
+
+namespace cudasteps {
+namespace {
+
+at::Tensor mm_call(const at::Tensor& a, const at::Tensor& b) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(a, b);
+}
+
+at::Tensor addmm_call(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Scalar&, const at::Scalar&)>("addmm");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(self, a, b, beta, alpha);
+}
+
+at::Tensor linear_call(const at::Tensor& input, const at::Tensor& weight,
+                       const c10::optional<at::Tensor>& bias) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
+          "linear");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(input, weight, bias);
+}
+
+at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                             c10::optional<at::ScalarType>)>("sum");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(t, at::OptionalIntArrayRef(dims), keepdim, c10::nullopt);
+}
+
+// at::sum_to through cudasteps::sum: reduce `grad` to `sizes` (leading dims dropped, broadcast
+// size-1 dims kept). Never called with an empty dim list (which would mean "all dims").
+at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<int64_t>& sizes) {
+  at::Tensor r = grad;
+  const int64_t lead = grad.dim() - int64_t(sizes.size());
+  if (lead > 0) {
+    std::vector<int64_t> dims(lead);
+    for (int64_t d = 0; d < lead; ++d) dims[d] = d;
+    r = sum_call(r, dims, false);
+  }
+  std::vector<int64_t> ones;
+  for (int64_t d = 0; d < int64_t(sizes.size()); ++d)
+    if (sizes[d] == 1 && r.size(d) != 1) ones.push_back(d);
+  if (!ones.empty()) r = sum_call(r, ones, true);
+  return r;
+}
+
+// grad_a = grad @ b^T and grad_b = a^T @ grad, each only when needed.
+void mm_backward(const at::Tensor& grad, const at::Tensor& a, const at::Tensor& b, bool need_a,
+                 bool need_b, at::Tensor& grad_a, at::Tensor& grad_b) {
+  if (need_a) grad_a = mm_call(grad, b.t());
+  if (need_b) grad_b = mm_call(a.t(), grad);
+}
+
+class MmFunction : public torch::autograd::Function<MmFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
+    ctx->save_for_backward({a, b});
+    return mm_call(a, b);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    at::Tensor grad_a, grad_b;
+    mm_backward(grad_outputs[0], saved[0], saved[1], ctx->needs_input_grad(0),
+                ctx->needs_input_grad(1), grad_a, grad_b);
+    return {grad_a, grad_b};
+  }
+};
+
+class AddmmFunction : public torch::autograd::Function<AddmmFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const at::Tensor& a,
+                            const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+    ctx->save_for_backward({a, b});
+    ctx->saved_data["beta"] = beta;
+    ctx->saved_data["alpha"] = alpha;
+    ctx->saved_data["self_sizes"] = self.sizes().vec();
+    return addmm_call(self, a, b, beta, alpha);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& grad = grad_outputs[0];
+    const at::Scalar beta = ctx->saved_data["beta"].toScalar();
+    const at::Scalar alpha = ctx->saved_data["alpha"].toScalar();
+    at::Tensor grad_self, grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) {
+      const auto sizes = ctx->saved_data["self_sizes"].toIntVector();
+      grad_self = sum_to_sizes(grad, sizes);
+      if (beta.toDouble() != 1.0) grad_self = grad_self.mul(beta);
+    }
+    // alpha * (a @ b): d/da = alpha * grad @ b^T, d/db = alpha * a^T @ grad.
+    mm_backward(grad, saved[0], saved[1], ctx->needs_input_grad(1), ctx->needs_input_grad(2),
+                grad_a, grad_b);
+    if (alpha.toDouble() != 1.0) {
+      if (grad_a.defined()) grad_a = grad_a.mul(alpha);
+      if (grad_b.defined()) grad_b = grad_b.mul(alpha);
+    }
+    return {grad_self, grad_a, grad_b, at::Tensor(), at::Tensor()};
+  }
+};
+
+class LinearFunction : public torch::autograd::Function<LinearFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
+    ctx->save_for_backward({input, weight});
+    const bool has_bias = bias.has_value() && bias->defined();
+    ctx->saved_data["bias_sizes"] = has_bias ? bias->sizes().vec() : std::vector<int64_t>{};
+    ctx->saved_data["has_bias"] = has_bias;
+    return linear_call(input, weight, bias);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const int64_t K = weight.size(1), N = weight.size(0);
+    // grad [..., N] -> [rows, N]; input [..., K] -> [rows, K] (reshape: views when contiguous).
+    int64_t rows = 1;  // explicit: reshape({-1, 0}) is ambiguous when K or N is 0
+    for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.size(d);
+    const at::Tensor grad2d = grad_outputs[0].reshape({rows, N});
+    at::Tensor grad_input, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(0)) {
+      grad_input = mm_call(grad2d, weight).view(input.sizes());  // [rows, N] @ [N, K]
+    }
+    if (ctx->needs_input_grad(1)) {
+      const at::Tensor input2d = input.reshape({rows, K});
+      grad_weight = mm_call(grad2d.t(), input2d);  // [N, rows] @ [rows, K]
+    }
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
+      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toIntVector());
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+};
+
+at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
+  if (!needs_grad(self, mat2)) return mm_call(self, mat2);
+  return MmFunction::apply(self, mat2);
+}
+
+at::Tensor addmm_autograd(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                          const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!needs_grad(self, mat1, mat2)) return addmm_call(self, mat1, mat2, beta, alpha);
+  return AddmmFunction::apply(self, mat1, mat2, beta, alpha);
+}
+
+at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) return linear_call(input, weight, bias);
+  return LinearFunction::apply(input, weight, bias);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
+  m.impl("mm", &mm_autograd);
+  m.impl("addmm", &addmm_autograd);
+  m.impl("linear", &linear_autograd);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,324 @@
+// CUDA mm / addmm / linear: the tuned SGEMM (gemm_tiles.cuh) behind a small config table chosen
+// by shape, a simple tiled float64 kernel, and split-K for small outputs with a long K.
+//
+// Layouts. Each operand is read in place when one of its strides is 1 (row- or column-major, with
+// any leading dimension): the kernel template is instantiated for all four combinations (NN, NT,
+// TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
+// Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
+// of 4 take the scalar-load instantiation (Vec = false); the math is the same.
+//
+// Config table (kConfigs below; the `cfg:<name>` ladder variants run each one by name):
+//   128x128x8_w64x32_t8x8   the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
+//                           per SM (<= 128 registers: 119-125 used, no spills in any of the 8
+//                           layout/alignment instantiations), 17 KiB shared memory per block, k loop
+//                           not unrolled (KUnroll = 1: unrolling 2x or more spills at 128 registers).
+//   128x128x16_w64x32_t8x8  16-deep K slice: half the barriers per FFMA, 33 KiB shared memory;
+//                           spills 8 bytes in the TT-like (A row-major, B column-major) layouts.
+//   128x128x8_w32x64_t8x8   warp tile 32 x 64 instead of 64 x 32 (A/B shared-load balance flipped).
+//   128x128x16_w64x32_t8x8_occ1  1 block per SM (up to 255 registers), k loop fully unrolled: ILP
+//                           instead of occupancy hides the shared-load latency.
+//   128x64x16_w64x32_t8x8   128 threads: twice as many blocks for mid-size outputs (3 blocks/SM:
+//                           4 blocks/SM would cap registers at 128 and spill).
+//   64x64x16_w32x32_t8x4    128 threads, 8x4 per thread: 4x the blocks of the main config, to fill
+//                           132 SMs on small outputs (1024^2) when K is too short to split.
+// Choice (choose_config): the main config whenever it yields at least one block per SM; otherwise,
+// when K >= 2048, the main config with split-K (as many splits as fit in one wave of resident
+// blocks, K slices of at least 256); otherwise the largest smaller tile that fills the SMs, else the 64x64 tile.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <climits>
+
+#include "common/launch.cuh"
+#include "common/vec.cuh"
+#include "gemm/gemm_cuda.h"
+#include "gemm/gemm_tiles.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+//                        BM   BN  BK  WM  WN TM TN St Warp  MinBlk KUnroll
+using CfgMain = TileConfig<128, 128, 8, 64, 32, 8, 8, 2, true, 2, 1>;
+using CfgBK16 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 2, 1>;
+using CfgW32x64 = TileConfig<128, 128, 8, 32, 64, 8, 8, 2, true, 2, 1>;
+using CfgOcc1 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 1, 16>;
+using CfgMid = TileConfig<128, 64, 16, 64, 32, 8, 8, 2, true, 3, 1>;
+using CfgSmall = TileConfig<64, 64, 16, 32, 32, 8, 4, 2, true, 4, 16>;
+
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
+  auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
+  if constexpr (Cfg::kSmemBytes > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(Cfg::kSmemBytes)));
+  }
+  const dim3 grid(unsigned(p.tiles_m) * unsigned(p.tiles_n), 1, unsigned(splits));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Picks the instantiation for the operands' layouts and alignment.
+template <class Cfg>
+void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, int splits,
+                cudaStream_t stream) {
+  const int idx = (a_k ? 4 : 0) + (b_k ? 2 : 0) + (vec ? 1 : 0);
+  switch (idx) {
+    case 0: return launch_one<Cfg, false, false, false>(p, splits, stream);
+    case 1: return launch_one<Cfg, false, false, true>(p, splits, stream);
+    case 2: return launch_one<Cfg, false, true, false>(p, splits, stream);
+    case 3: return launch_one<Cfg, false, true, true>(p, splits, stream);
+    case 4: return launch_one<Cfg, true, false, false>(p, splits, stream);
+    case 5: return launch_one<Cfg, true, false, true>(p, splits, stream);
+    case 6: return launch_one<Cfg, true, true, false>(p, splits, stream);
+    default: return launch_one<Cfg, true, true, true>(p, splits, stream);
+  }
+}
+
+struct ConfigEntry {
+  const char* name;
+  int bm, bn, bk;
+  void (*launch)(const SgemmParams&, bool, bool, bool, int, cudaStream_t);
+};
+
+template <class Cfg>
+constexpr ConfigEntry entry(const char* name) {
+  return ConfigEntry{name, Cfg::BM, Cfg::BN, Cfg::BK, &launch_cfg<Cfg>};
+}
+
+// The table. Index 0 is the main config.
+const ConfigEntry kConfigs[] = {
+    entry<CfgMain>("128x128x8_w64x32_t8x8"),
+    entry<CfgBK16>("128x128x16_w64x32_t8x8"),
+    entry<CfgW32x64>("128x128x8_w32x64_t8x8"),
+    entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
+    entry<CfgMid>("128x64x16_w64x32_t8x8"),
+    entry<CfgSmall>("64x64x16_w32x32_t8x4"),
+};
+constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+constexpr int kMainConfig = 0, kMidConfig = 4, kSmallConfig = 5;
+
+// Split-K applies when the output is too small to fill the GPU and K is at least this long.
+constexpr int64_t kSplitKMinK = 2048;
+// Each split keeps at least this much K, so its partial-sum write stays small next to its math.
+constexpr int64_t kSplitKMinSlice = 256;
+constexpr int kSplitKMax = 16;
+
+int64_t tiles_of(const ConfigEntry& c, int64_t M, int64_t N) {
+  return ceil_div<int64_t>(M, c.bm) * ceil_div<int64_t>(N, c.bn);
+}
+
+void choose_config(int64_t M, int64_t N, int64_t K, int& config, int& splits) {
+  const int64_t sms = sm_count();
+  splits = 1;
+  const int64_t main_tiles = tiles_of(kConfigs[kMainConfig], M, N);
+  if (main_tiles >= sms) {
+    config = kMainConfig;
+  } else if (K >= kSplitKMinK) {
+    config = kMainConfig;
+    // As many splits as fit in ONE wave of resident blocks (MinBlocks per SM): rounding up would
+    // leave a mostly empty second wave (64 tiles x 5 splits on 264 slots runs at 60%).
+    const int64_t want = (int64_t(CfgMain::MinBlocks) * sms) / main_tiles;
+    splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
+  } else if (tiles_of(kConfigs[kMidConfig], M, N) >= sms) {
+    config = kMidConfig;
+  } else {
+    config = kSmallConfig;
+  }
+}
+
+// ---- float64: a simple shared-memory tiled kernel (one output per thread), any strides ----
+
+// 16 x 16 tiles: 256 threads; the +1 column removes the bank conflicts of the column reads of
+// Bs (8-byte elements: a 16-double row spans 32 banks).
+constexpr int kDTile = 16;
+
+__global__ void __launch_bounds__(kDTile* kDTile)
+    dgemm_tiled_kernel(const double* __restrict__ a, int64_t sa0, int64_t sa1,
+                       const double* __restrict__ b, int64_t sb0, int64_t sb1,
+                       double* __restrict__ out, int64_t M, int64_t N, int64_t K, double alpha,
+                       double beta, const double* __restrict__ addend, int64_t s0, int64_t s1,
+                       int64_t tiles_n) {
+  __shared__ double As[kDTile][kDTile + 1];
+  __shared__ double Bs[kDTile][kDTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t m0 = (int64_t(blockIdx.x) / tiles_n) * kDTile;
+  const int64_t n0 = (int64_t(blockIdx.x) % tiles_n) * kDTile;
+  const int64_t m = m0 + ty, n = n0 + tx;
+  double acc = 0.0;
+  for (int64_t k0 = 0; k0 < K; k0 += kDTile) {
+    As[ty][tx] = (m < M && k0 + tx < K) ? a[m * sa0 + (k0 + tx) * sa1] : 0.0;
+    Bs[ty][tx] = (k0 + ty < K && n < N) ? b[(k0 + ty) * sb0 + n * sb1] : 0.0;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kDTile; ++k) acc = fma(As[ty][k], Bs[k][tx], acc);
+    __syncthreads();
+  }
+  if (m < M && n < N) {
+    double v = alpha * acc;
+    if (addend != nullptr) v += beta * addend[m * s0 + n * s1];
+    out[m * N + n] = v;
+  }
+}
+
+template <typename T>
+void launch_epilogue(const T* partial, int splits, int64_t M, int64_t N, T* out, double alpha,
+                     double beta, const Addend& add, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const auto kernel = splitk_epilogue_kernel<T>;
+  const int64_t grid = persistent_grid(kernel, kThreads, M * N, kThreads);
+  kernel<<<unsigned(grid), kThreads, 0, stream>>>(partial, splits, M, N, out, T(alpha), T(beta),
+                                                  static_cast<const T*>(add.ptr), add.s0, add.s1);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+int find_config(const std::string& name) {
+  for (int i = 0; i < kNumConfigs; ++i)
+    if (name == kConfigs[i].name) return i;
+  return -1;
+}
+
+int main_config() { return kMainConfig; }
+
+std::string config_names() {
+  std::string names;
+  for (int i = 0; i < kNumConfigs; ++i) {
+    if (i) names += ", ";
+    names += kConfigs[i].name;
+  }
+  return names;
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
+                     double alpha, double beta, int force_config, int force_splits) {
+  const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
+  at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
+  if (M == 0 || N == 0) return out;
+  const c10::cuda::CUDAGuard guard(a_t.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // beta == 0 ignores the addend entirely (NaN in it does not propagate), as torch.addmm does.
+  Addend add = add_in;
+  if (beta == 0.0) add.ptr = nullptr;
+  const bool is_float = a_t.scalar_type() == at::kFloat;
+
+  if (K == 0) {  // alpha * (empty sum) + beta * C
+    if (is_float) {
+      launch_epilogue<float>(nullptr, 0, M, N, out.data_ptr<float>(), alpha, beta, add, stream);
+    } else {
+      launch_epilogue<double>(nullptr, 0, M, N, out.data_ptr<double>(), alpha, beta, add, stream);
+    }
+    return out;
+  }
+
+  if (!is_float) {
+    const int64_t tiles_n = ceil_div<int64_t>(N, kDTile);
+    const int64_t tiles = ceil_div<int64_t>(M, kDTile) * tiles_n;
+    CUDASTEPS_CHECK(tiles <= INT_MAX, "mm", "the float64 output [", M, ", ", N,
+                    "] must have at most 2^31 - 1 tiles of 16 x 16, got ", tiles);
+    dgemm_tiled_kernel<<<unsigned(tiles), dim3(kDTile, kDTile), 0, stream>>>(
+        a_t.const_data_ptr<double>(), a_t.stride(0), a_t.stride(1), b_t.const_data_ptr<double>(),
+        b_t.stride(0), b_t.stride(1), out.data_ptr<double>(), M, N, K, alpha, beta,
+        static_cast<const double*>(add.ptr), add.s0, add.s1, tiles_n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+  }
+
+  const Operand a = make_operand(a_t);
+  const Operand b = make_operand(b_t);
+  const bool vec = is_aligned(a.ptr, 16) && a.ld % 4 == 0 && is_aligned(b.ptr, 16) && b.ld % 4 == 0;
+
+  int config = force_config, splits = force_splits;
+  if (config < 0) {
+    int auto_splits = 1;
+    choose_config(M, N, K, config, auto_splits);
+    if (splits <= 0) splits = auto_splits;
+  }
+  if (splits <= 0) splits = 1;
+  const ConfigEntry& cfg = kConfigs[config];
+
+  SgemmParams p{};
+  p.a = static_cast<const float*>(a.ptr);
+  p.b = static_cast<const float*>(b.ptr);
+  p.lda = a.ld;
+  p.ldb = b.ld;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  const int64_t tiles_m = ceil_div<int64_t>(M, cfg.bm), tiles_n = ceil_div<int64_t>(N, cfg.bn);
+  CUDASTEPS_CHECK(tiles_m * tiles_n <= INT_MAX, "mm", "the output [", M, ", ", N,
+                  "] must have at most 2^31 - 1 tiles of ", cfg.bm, " x ", cfg.bn, ", got ",
+                  tiles_m * tiles_n);
+  p.tiles_m = int(tiles_m);
+  p.tiles_n = int(tiles_n);
+  // K slices per split: whole BK slices, and no empty split.
+  p.k_per_split = ceil_div<int64_t>(ceil_div<int64_t>(K, splits), cfg.bk) * cfg.bk;
+  splits = int(ceil_div<int64_t>(K, p.k_per_split));
+
+  const bool a_k = !a.col_major;  // row-major A is contiguous along K
+  const bool b_k = b.col_major;   // column-major B is contiguous along K
+  if (splits == 1) {
+    p.out = out.data_ptr<float>();
+    p.out_split_stride = 0;
+    p.addend = static_cast<const float*>(add.ptr);
+    p.add_s0 = add.s0;
+    p.add_s1 = add.s1;
+    p.alpha = float(alpha);
+    p.beta = float(beta);
+    cfg.launch(p, a_k, b_k, vec, 1, stream);
+  } else {
+    at::Tensor partial = at::empty({splits, M, N}, out.options());
+    p.out = partial.data_ptr<float>();
+    p.out_split_stride = M * N;
+    p.addend = nullptr;
+    p.alpha = 1.f;
+    p.beta = 0.f;
+    cfg.launch(p, a_k, b_k, vec, splits, stream);
+    launch_epilogue<float>(partial.const_data_ptr<float>(), splits, M, N, out.data_ptr<float>(),
+                           alpha, beta, add, stream);
+  }
+  return out;
+}
+
+namespace {
+
+at::Tensor mm_cuda(const at::Tensor& self, const at::Tensor& mat2) {
+  check_mm_pair(self, mat2, "mm", "self", "mat2");
+  return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0);
+}
+
+at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+  check_mm_pair(mat1, mat2, "addmm", "mat1", "mat2");
+  check_addmm_self(self, mat1, mat1.size(0), mat2.size(1));
+  const double beta_d = beta.toDouble();
+  Addend add;
+  if (beta_d != 0.0) add = make_addend(self, mat1.size(0), mat2.size(1));
+  return gemm_cuda(mat1, mat2, add, alpha.toDouble(), beta_d);
+}
+
+at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
+                       const c10::optional<at::Tensor>& bias) {
+  check_linear_args(input, weight, bias);
+  const int64_t N = weight.size(0);
+  const at::Tensor x = flatten_input(input);
+  Addend add;
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (has_bias) add = make_bias_addend(*bias, N);
+  // weight.t() is a column-major [K, N] view: read in place (the TN/NT instantiations).
+  at::Tensor out = gemm_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0);
+  return out.view(linear_out_shape(input, N));
+}
+
+}  // namespace
+}  // namespace gemm
+
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("mm", &gemm::mm_cuda);
+  m.impl("addmm", &gemm::addmm_cuda);
+  m.impl("linear", &gemm::linear_cuda);
+}
+
+}  // namespace cudasteps

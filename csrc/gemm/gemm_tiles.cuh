@@ -1,0 +1,363 @@
+// The tiled SGEMM kernel template: tile parameters, the global->shared loader, the inner product
+// loop and the epilogue. Instantiated by gemm_cuda.cu (the config table) and
+// gemm_ladder_cuda.cu (the `vectorized` and `warptile` ladder steps, which are this kernel with
+// features switched off).
+//
+// Problem: out[M, N] = alpha * A[M, K] @ B[K, N] + beta * C (C: optional strided addend).
+//
+// Structure (per block of Threads threads, one BM x BN output tile):
+//   * K is walked in BK-deep slices. Each slice of A (BM x BK) and B (BK x BN) is staged through
+//     registers into shared memory, both stored k-major: As[BK][BM + pad], Bs[BK][BN + pad].
+//     A is therefore stored transposed, so that for a fixed k the M values a thread needs are
+//     contiguous and come in with LDS.128.
+//   * Global loads are 16 bytes (LDG.128) along whichever dimension is contiguous in memory: for
+//     row-major A and column-major B that is K (the 4 values are then scattered to 4 k rows of the
+//     shared tile: the transposed store); otherwise M or N (one STS.128).
+//   * Each thread owns a TM x TN accumulator block in registers, made of (TM/4) x (TN/4) 4x4
+//     sub-tiles spaced WM/(TM/4) rows and WN/(TN/4) columns apart inside its warp's WM x WN tile
+//     (the warp tile). For one k, the 32 lanes of a warp read at most 8 distinct 16-byte words of
+//     As (one 128-byte wavefront, the rest are broadcasts) and 8 of Bs: conflict-free LDS.128.
+//     Per k a thread issues TM/4 + TN/4 LDS.128 for TM * TN FFMA (8x8: 4 loads, 64 FFMA).
+//   * Stages = 2: double-buffered shared memory with register prefetch. The loads of slice t+1 are
+//     issued before the FFMAs of slice t and stored to the other buffer after them, so global
+//     latency hides behind math and there is one __syncthreads per slice.
+//   * Split-K (gridDim.z > 1): block z covers K range [z * k_per_split, ...) and writes its raw
+//     partial sums to a workspace; splitk_epilogue_kernel adds them up and applies the epilogue.
+//   * Epilogue: alpha * acc + beta * C[m * s0 + n * s1], stored as float4 when N allows.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+namespace cudasteps {
+namespace gemm {
+
+// Floats of padding per shared-memory row. A multiple of 4 keeps every row 16-byte aligned for
+// LDS.128 / STS.128; it also shifts consecutive k rows by 4 banks, so the transposed scalar stores
+// of a K-contiguous operand (4 consecutive k of 8 different m per warp) hit at most 2 ways.
+constexpr int kSmemPad = 4;
+// Output tiles are visited in groups of kGroupM tile rows (Triton's grouped order): consecutive
+// blocks share B column panels and A row panels while they are still in L2.
+constexpr int kGroupM = 8;
+
+// The compile-time shape of one kernel instantiation.
+//   BM x BN  block tile (outputs per block)        BK  K-depth of one shared-memory slice
+//   WM x WN  warp tile (outputs per warp)          TM x TN  thread tile (accumulators per thread)
+//   Stages   1: single buffer, 2: double buffer    WarpTile  false: threads laid out row-major over
+//            the block tile, each owning one contiguous TM x TN block (the `vectorized` ladder step,
+//            whose Bs reads are 4-way bank conflicted); true: the warp-tiled layout above.
+//   MinBlocks  __launch_bounds__ occupancy target (caps registers at 64K / (Threads * MinBlocks)).
+//   KUnroll  unroll factor of the per-k loop over a slice. Full unrolling (BK) lets ptxas hoist
+//            shared loads of later k steps, which at the 128-register cap of 2 blocks/SM spills
+//            (ptxas -v: 96-136 bytes for 128x128x16, 8x8); 1 keeps 8x8 tiles spill-free at ~3
+//            loop instructions per 64 FFMA, the other warps of the SM covering the LDS latency.
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, bool WarpTile_,
+          int MinBlocks_, int KUnroll_ = BK_>
+struct TileConfig {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
+  static constexpr int Stages = Stages_;
+  static constexpr bool WarpTile = WarpTile_;
+  static constexpr int MinBlocks = MinBlocks_;
+  static constexpr int KUnroll = KUnroll_;
+  static constexpr int kSubM = TM / 4, kSubN = TN / 4;  // 4x4 sub-tiles per thread
+  static constexpr int kWarpsN = BN / WN;
+  static constexpr int kThreads = WarpTile ? (BM / WM) * (BN / WN) * 32 : (BM / TM) * (BN / TN);
+  // Warp-tiled layout: lanes along N and M inside a warp tile.
+  static constexpr int kLanesN = WN / kSubN / 4;
+  static constexpr int kLanesM = WM / kSubM / 4;
+  static constexpr int kStrideA = BM + kSmemPad;  // floats per As row (one k)
+  static constexpr int kStrideB = BN + kSmemPad;
+  static constexpr int kStageFloats = BK * (kStrideA + kStrideB);
+  static constexpr size_t kSmemBytes = size_t(Stages) * kStageFloats * sizeof(float);
+
+  static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile is made of 4x4 sub-tiles");
+  static_assert(BK % 4 == 0, "BK holds whole 16-byte chunks");
+  static_assert(Stages == 1 || Stages == 2, "one or two shared-memory buffers");
+  static_assert(!WarpTile || (BM % WM == 0 && BN % WN == 0), "warp tiles cover the block tile");
+  static_assert(!WarpTile || kLanesM * kLanesN == 32, "a warp tile is WM*WN = 32*TM*TN outputs");
+  static_assert(WarpTile || (BM % TM == 0 && BN % TN == 0), "thread tiles cover the block tile");
+  static_assert((BM * BK / 4) % kThreads == 0 && (BN * BK / 4) % kThreads == 0,
+                "each thread loads a whole number of 16-byte chunks per slice");
+};
+
+// Moves one BX x BK slice of an operand (x = m for A, n for B) from global memory into registers
+// (load) and from registers into a k-major shared tile s[BK][BX + pad] (store).
+//   KContig: the operand is contiguous along k (row-major A, column-major B): element (x, k) at
+//            p[x * ld + k]; else contiguous along x: element (x, k) at p[k * ld + x].
+//   Vec:     the base pointer is 16-byte aligned and ld % 4 == 0, so whole in-range chunks load as
+//            one LDG.128; otherwise (and for the ragged last chunk) 4 guarded scalar loads.
+// Out-of-range elements load as 0, so partial tiles need no special case in the math.
+template <int BX, int BK, int Threads, bool KContig, bool Vec>
+struct TileLoader {
+  static constexpr int kChunks = BX * BK / 4;
+  static constexpr int kPerThread = kChunks / Threads;
+  static constexpr int kStride = BX + kSmemPad;
+  float4 regs[kPerThread];
+
+  // Local coordinates of the first element of chunk c.
+  __device__ __forceinline__ static void chunk_coords(int c, int& x, int& k) {
+    if constexpr (KContig) {
+      x = c / (BK / 4);
+      k = (c % (BK / 4)) * 4;
+    } else {
+      k = c / (BX / 4);
+      x = (c % (BX / 4)) * 4;
+    }
+  }
+
+  // tile: the slice's element (0, 0) (x0, k0); x_rem, k_rem: in-range extents from there (may
+  // exceed the tile). 32-bit in-tile coordinates, 64-bit offsets (x * ld can pass 2^31).
+  __device__ __forceinline__ void load(const float* __restrict__ tile, int64_t ld, int x_rem,
+                                       int k_rem, int tid) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      int x, k;
+      chunk_coords(tid + j * Threads, x, k);
+      const bool outer_ok = KContig ? x < x_rem : k < k_rem;
+      const int first = KContig ? k : x;     // along the contiguous dimension
+      const int last = KContig ? k_rem : x_rem;  // exclusive end of that dimension
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (outer_ok) {
+        const float* src = KContig ? tile + int64_t(x) * ld + k : tile + int64_t(k) * ld + x;
+        if (Vec && first + 4 <= last) {
+          v = __ldg(reinterpret_cast<const float4*>(src));
+        } else {
+          if (first + 0 < last) v.x = __ldg(src + 0);
+          if (first + 1 < last) v.y = __ldg(src + 1);
+          if (first + 2 < last) v.z = __ldg(src + 2);
+          if (first + 3 < last) v.w = __ldg(src + 3);
+        }
+      }
+      regs[j] = v;
+    }
+  }
+
+  __device__ __forceinline__ void store(float* __restrict__ s, int tid) const {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      int x, k;
+      chunk_coords(tid + j * Threads, x, k);
+      if constexpr (KContig) {
+        // The transposed store: 4 consecutive k of one x go to 4 rows of the k-major tile.
+        s[(k + 0) * kStride + x] = regs[j].x;
+        s[(k + 1) * kStride + x] = regs[j].y;
+        s[(k + 2) * kStride + x] = regs[j].z;
+        s[(k + 3) * kStride + x] = regs[j].w;
+      } else {
+        *reinterpret_cast<float4*>(s + k * kStride + x) = regs[j];
+      }
+    }
+  }
+};
+
+struct SgemmParams {
+  const float* a;
+  const float* b;
+  int64_t lda, ldb;
+  float* out;               // row-major, leading dimension N
+  int64_t out_split_stride;  // elements between the partial outputs of split-K blocks
+  const float* addend;      // nullptr: none
+  int64_t add_s0, add_s1;
+  float alpha, beta;
+  int64_t M, N, K;
+  int64_t k_per_split;  // multiple of BK; >= K when not split
+  int tiles_m, tiles_n;
+};
+
+// First row (m) and column (n) of this thread's accumulators, and the spacing of its 4x4
+// sub-tiles: accumulator (r, c) is output (row0 + (r / 4) * row_step + r % 4,
+// col0 + (c / 4) * col_step + c % 4) of the block tile.
+template <class Cfg>
+__device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int& row_step,
+                                              int& col_step) {
+  if constexpr (Cfg::WarpTile) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
+    row0 = warp_m * Cfg::WM + (lane / Cfg::kLanesN) * 4;
+    col0 = warp_n * Cfg::WN + (lane % Cfg::kLanesN) * 4;
+    row_step = Cfg::WM / Cfg::kSubM;
+    col_step = Cfg::WN / Cfg::kSubN;
+  } else {
+    row0 = (tid / (Cfg::BN / Cfg::TN)) * Cfg::TM;
+    col0 = (tid % (Cfg::BN / Cfg::TN)) * Cfg::TN;
+    row_step = 4;
+    col_step = 4;
+  }
+}
+
+// First output row and column of this block's tile. Grouped order: kGroupM tile rows at a time,
+// column by column inside the group, so that consecutive blocks share panels of A and B in L2.
+template <class Cfg>
+__device__ __forceinline__ void tile_origin(const SgemmParams& p, int64_t& m0, int64_t& n0) {
+  const int tile = blockIdx.x;
+  const int tiles_per_group = kGroupM * p.tiles_n;
+  const int first_m = (tile / tiles_per_group) * kGroupM;
+  const int group_rows = min(p.tiles_m - first_m, kGroupM);
+  const int in_group = tile % tiles_per_group;
+  m0 = int64_t(first_m + in_group % group_rows) * Cfg::BM;
+  n0 = int64_t(in_group / group_rows) * Cfg::BN;
+}
+
+// ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
+    sgemm_kernel(const SgemmParams p) {
+  extern __shared__ float4 smem_raw[];
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  const int tid = threadIdx.x;
+
+  int64_t m0, n0;
+  tile_origin<Cfg>(p, m0, n0);
+
+  const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
+  const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
+  const int num_slices = k_end > k_begin ? int((k_end - k_begin + Cfg::BK - 1) / Cfg::BK) : 0;
+
+  TileLoader<Cfg::BM, Cfg::BK, Cfg::kThreads, ALayoutK, Vec> load_a;
+  // B's element (k, n): "x" is n. It is K-contiguous when column-major.
+  TileLoader<Cfg::BN, Cfg::BK, Cfg::kThreads, BLayoutK, Vec> load_b;
+
+  int row0, col0, row_step, col_step;
+  thread_origin<Cfg>(tid, row0, col0, row_step, col_step);
+
+  float acc[Cfg::TM][Cfg::TN];
+#pragma unroll
+  for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+    for (int c = 0; c < Cfg::TN; ++c) acc[r][c] = 0.f;
+
+  auto stage_a = [&](int s) { return smem + s * Cfg::kStageFloats; };
+  auto stage_b = [&](int s) { return smem + s * Cfg::kStageFloats + Cfg::BK * Cfg::kStrideA; };
+
+  // TM x TN outer products per k of the slice held in (As, Bs).
+  auto compute_slice = [&](const float* __restrict__ As, const float* __restrict__ Bs) {
+#pragma unroll Cfg::KUnroll
+    for (int k = 0; k < Cfg::BK; ++k) {
+      float a_frag[Cfg::TM], b_frag[Cfg::TN];
+#pragma unroll
+      for (int i = 0; i < Cfg::kSubM; ++i) {
+        const float4 v =
+            *reinterpret_cast<const float4*>(As + k * Cfg::kStrideA + row0 + i * row_step);
+        a_frag[i * 4 + 0] = v.x;
+        a_frag[i * 4 + 1] = v.y;
+        a_frag[i * 4 + 2] = v.z;
+        a_frag[i * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < Cfg::kSubN; ++j) {
+        const float4 v =
+            *reinterpret_cast<const float4*>(Bs + k * Cfg::kStrideB + col0 + j * col_step);
+        b_frag[j * 4 + 0] = v.x;
+        b_frag[j * 4 + 1] = v.y;
+        b_frag[j * 4 + 2] = v.z;
+        b_frag[j * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+        for (int c = 0; c < Cfg::TN; ++c) acc[r][c] = fmaf(a_frag[r], b_frag[c], acc[r][c]);
+    }
+  };
+
+  // Slice base pointers, advanced by one slice per step; remaining extents clamped to int.
+  const float* a_tile = ALayoutK ? p.a + m0 * p.lda + k_begin : p.a + k_begin * p.lda + m0;
+  const float* b_tile = BLayoutK ? p.b + n0 * p.ldb + k_begin : p.b + k_begin * p.ldb + n0;
+  const int64_t a_step = ALayoutK ? Cfg::BK : Cfg::BK * p.lda;
+  const int64_t b_step = BLayoutK ? Cfg::BK : Cfg::BK * p.ldb;
+  const int m_rem = int(min(p.M - m0, int64_t(Cfg::BM)));
+  const int n_rem = int(min(p.N - n0, int64_t(Cfg::BN)));
+  int k_rem = int(min(k_end - k_begin, int64_t(INT_MAX)));
+
+  if (num_slices > 0) {
+    load_a.load(a_tile, p.lda, m_rem, k_rem, tid);
+    load_b.load(b_tile, p.ldb, n_rem, k_rem, tid);
+    load_a.store(stage_a(0), tid);
+    load_b.store(stage_b(0), tid);
+    __syncthreads();
+    for (int t = 0; t < num_slices; ++t) {
+      const bool has_next = t + 1 < num_slices;
+      if (has_next) {
+        a_tile += a_step;
+        b_tile += b_step;
+        k_rem -= Cfg::BK;
+      }
+      if constexpr (Cfg::Stages == 2) {
+        const int cur = t & 1;
+        // Prefetch: the global loads of slice t+1 are in flight during the FFMAs of slice t.
+        if (has_next) {
+          load_a.load(a_tile, p.lda, m_rem, k_rem, tid);
+          load_b.load(b_tile, p.ldb, n_rem, k_rem, tid);
+        }
+        compute_slice(stage_a(cur), stage_b(cur));
+        // The other buffer was last read in iteration t-1, which ended with a barrier.
+        if (has_next) {
+          load_a.store(stage_a(cur ^ 1), tid);
+          load_b.store(stage_b(cur ^ 1), tid);
+        }
+        __syncthreads();
+      } else {
+        compute_slice(stage_a(0), stage_b(0));
+        __syncthreads();  // everyone is done reading before the buffer is overwritten
+        if (has_next) {
+          load_a.load(a_tile, p.lda, m_rem, k_rem, tid);
+          load_b.load(b_tile, p.ldb, n_rem, k_rem, tid);
+          load_a.store(stage_a(0), tid);
+          load_b.store(stage_b(0), tid);
+          __syncthreads();
+        }
+      }
+    }
+  }
+
+  // Epilogue. The output (and the split-K workspace) is row-major with leading dimension N.
+  // The tile origin is recomputed rather than kept live through the main loop (registers).
+  tile_origin<Cfg>(p, m0, n0);
+  float* out = p.out + int64_t(blockIdx.z) * p.out_split_stride;
+  const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
+#pragma unroll
+  for (int r = 0; r < Cfg::TM; ++r) {
+    const int64_t m = m0 + row0 + (r / 4) * row_step + (r % 4);
+    if (m >= p.M) continue;
+#pragma unroll
+    for (int j = 0; j < Cfg::kSubN; ++j) {
+      const int64_t n = n0 + col0 + j * col_step;
+      float v[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        v[c] = p.alpha * acc[r][j * 4 + c];
+        if (p.addend != nullptr && n + c < p.N)
+          v[c] += p.beta * __ldg(p.addend + m * p.add_s0 + (n + c) * p.add_s1);
+      }
+      float* dst = out + m * p.N + n;
+      if (vec_out && n + 4 <= p.N) {
+        *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          if (n + c < p.N) dst[c] = v[c];
+      }
+    }
+  }
+}
+
+// out[i] = alpha * sum_s partial[s][i] + beta * C[m * s0 + n * s1]. With splits = 0 this is the
+// K = 0 case (alpha * 0 + beta * C); any element type (float64 K = 0 uses it too).
+template <typename T>
+__global__ void splitk_epilogue_kernel(const T* __restrict__ partial, int splits, int64_t M,
+                                       int64_t N, T* __restrict__ out, T alpha, T beta,
+                                       const T* __restrict__ addend, int64_t s0, int64_t s1) {
+  const int64_t total = M * N;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    T sum = T(0);
+    for (int s = 0; s < splits; ++s) sum += partial[int64_t(s) * total + i];
+    T v = alpha * sum;
+    if (addend != nullptr) v += beta * addend[(i / N) * s0 + (i % N) * s1];
+    out[i] = v;
+  }
+}
+
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,373 @@
+"""Tests for the gemm family: mm, addmm, linear, ladder_mm (csrc/gemm)."""
+
+import cudasteps
+import pytest
+import torch
+import torch.nn.functional as F
+from _helpers import DEVICES, make_tensor, misaligned, rel_err, requires_cuda
+from cudasteps import gemm as G
+
+# Relative Frobenius error vs a float64 reference. float32 accumulation over K terms grows like
+# sqrt(K) * 2^-24 for random data: ~4e-6 at K = 4096.
+F32_TOL = 1e-5
+F64_TOL = 1e-12
+
+
+def ref_mm(a, b):
+    return a.double().cpu() @ b.double().cpu()
+
+
+def tol(dtype):
+    return F32_TOL if dtype == torch.float32 else F64_TOL
+
+
+def layout(t, transposed):
+    """The same values with column-major storage when ``transposed``."""
+    return t.t().contiguous().t() if transposed else t
+
+
+# ---------------------------------------------------------------- mm: shapes, layouts, dtypes
+
+CPU_SHAPES = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (3, 4, 1), (17, 33, 65), (64, 128, 96), (70, 130, 257)]
+CUDA_SHAPES = CPU_SHAPES + [
+    (127, 129, 131),
+    (1000, 1000, 1000),
+    (257, 4097, 16),
+    (4, 3000, 4096),
+    (2048, 64, 2048),
+    (128, 256, 4096),
+    (513, 515, 4096),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_mm_layouts(device, dtype, ta, tb):
+    shapes = CPU_SHAPES if device == "cpu" else CUDA_SHAPES
+    for i, (m, n, k) in enumerate(shapes):
+        a = layout(make_tensor((m, k), dtype, device, seed=i), ta)
+        b = layout(make_tensor((k, n), dtype, device, seed=100 + i), tb)
+        out = cudasteps.mm(a, b)
+        assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
+        err = rel_err(out, ref_mm(a, b))
+        assert err < tol(dtype), f"{(m, n, k)} ta={ta} tb={tb}: rel err {err}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mm_strided_and_offset_views(device):
+    base_a = make_tensor((40, 70), torch.float32, device, seed=1)
+    base_b = make_tensor((90, 60), torch.float32, device, seed=2)
+    cases = [
+        (base_a[3:30, 5:41], base_b[7:43, 2:55]),  # row-major views with ld > cols, offsets
+        (base_a[::2, 1:37], base_b[1:37, ::3]),  # non-unit strides both ways: copied
+        (base_a[1:37, 2:29].t(), base_b[4:40, 3:50]),  # column-major view with an offset
+        (
+            misaligned((33, 21), torch.float32, device, seed=3),
+            misaligned((21, 19), torch.float32, device, seed=4),
+        ),
+        (make_tensor((5, 1), device=device).expand(5, 7), make_tensor((7, 6), device=device)),  # stride 0
+    ]
+    for a, b in cases:
+        out = cudasteps.mm(a, b)
+        assert rel_err(out, ref_mm(a, b)) < F32_TOL
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_mm_empty(device, dtype):
+    a = make_tensor((5, 0), dtype, device)
+    b = make_tensor((0, 7), dtype, device)
+    out = cudasteps.mm(a, b)
+    assert out.shape == (5, 7) and torch.equal(out.cpu(), torch.zeros(5, 7, dtype=dtype))
+    assert cudasteps.mm(make_tensor((0, 4), dtype, device), make_tensor((4, 3), dtype, device)).shape == (
+        0,
+        3,
+    )
+    assert cudasteps.mm(make_tensor((3, 4), dtype, device), make_tensor((4, 0), dtype, device)).shape == (
+        3,
+        0,
+    )
+
+
+# ---------------------------------------------------------------- addmm and linear
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("self_shape", [(37, 45), (45,), (1, 45), (37, 1), (1,), ()])
+def test_addmm(device, dtype, self_shape):
+    m, n, k = 37, 45, 70
+    a = make_tensor((m, k), dtype, device, seed=1)
+    b = make_tensor((k, n), dtype, device, seed=2).t().contiguous().t()
+    s = make_tensor(self_shape, dtype, device, seed=3)
+    for beta, alpha in [(1, 1), (0.5, -2.0), (0, 3.0)]:
+        out = cudasteps.addmm(s, a, b, beta=beta, alpha=alpha)
+        ref = torch.addmm(s.double().cpu(), a.double().cpu(), b.double().cpu(), beta=beta, alpha=alpha)
+        assert rel_err(out, ref) < tol(dtype), (beta, alpha)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_addmm_beta_zero_ignores_nan_and_k_zero(device):
+    s = torch.full((4, 5), float("nan"), device=device)
+    a = make_tensor((4, 3), device=device)
+    b = make_tensor((3, 5), device=device)
+    out = cudasteps.addmm(s, a, b, beta=0, alpha=2)
+    assert rel_err(out, 2 * ref_mm(a, b)) < F32_TOL
+    s = make_tensor((4, 5), device=device)
+    out = cudasteps.addmm(s, make_tensor((4, 0), device=device), make_tensor((0, 5), device=device), beta=3)
+    assert rel_err(out, 3 * s.double().cpu()) < F32_TOL
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("in_shape", [(9,), (13, 9), (2, 3, 9), (2, 0, 9), (2, 3, 4, 9)])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_linear(device, dtype, in_shape, with_bias):
+    x = make_tensor(in_shape, dtype, device, seed=1)
+    w = make_tensor((21, 9), dtype, device, seed=2)
+    bias = make_tensor((21,), dtype, device, seed=3) if with_bias else None
+    out = cudasteps.linear(x, w, bias)
+    ref = F.linear(x.double().cpu(), w.double().cpu(), None if bias is None else bias.double().cpu())
+    assert out.shape == ref.shape
+    assert rel_err(out, ref) < tol(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_noncontiguous_input_and_k_zero(device):
+    x = make_tensor((3, 9, 5), device=device).transpose(0, 1)  # [9, 3, 5], not contiguous
+    w = make_tensor((6, 5), device=device, seed=1)
+    assert rel_err(cudasteps.linear(x, w), F.linear(x.double().cpu(), w.double().cpu())) < F32_TOL
+    x0 = make_tensor((4, 0), device=device)
+    b = make_tensor((6,), device=device)
+    out = cudasteps.linear(x0, make_tensor((6, 0), device=device), b)
+    assert torch.equal(out.cpu(), b.cpu().expand(4, 6))
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors(device):
+    a = make_tensor((3, 4), device=device)
+    b = make_tensor((4, 5), device=device)
+    with pytest.raises(RuntimeError, match=r"cudasteps.mm: self must be 2-D, got 3-D"):
+        cudasteps.mm(a.view(1, 3, 4), b)
+    with pytest.raises(RuntimeError, match=r"cudasteps.mm: mat2 must be 2-D, got 1-D"):
+        cudasteps.mm(a, b[0])
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2.size\(0\) must equal self.size\(1\) \(4\), got 5"
+    ):
+        cudasteps.mm(a, make_tensor((5, 2), device=device))
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.mm: mat2 must be float32 or float64, got Half "
+        r"\(use torch.mm for half/bf16 tensor-core GEMM\)",
+    ):
+        cudasteps.mm(a, b.half())
+    with pytest.raises(RuntimeError, match=r"cudasteps.mm: self must be float32 or float64, got Long"):
+        cudasteps.mm(a.long(), b)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2 must have the dtype of self \(Float\), got Double"
+    ):
+        cudasteps.mm(a, b.double())
+    with pytest.raises(RuntimeError, match=r"cudasteps.addmm: self must be broadcastable to \[3, 5\]"):
+        cudasteps.addmm(make_tensor((2, 5), device=device), a, b)
+    with pytest.raises(RuntimeError, match=r"cudasteps.addmm: mat1 must be float32 or float64, got BFloat16"):
+        cudasteps.addmm(make_tensor((5,), device=device), a.bfloat16(), b)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.linear: weight.size\(1\) must equal input.size\(-1\) \(4\)"
+    ):
+        cudasteps.linear(a, make_tensor((6, 5), device=device))
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear: bias must have shape \[6\]"):
+        cudasteps.linear(a, make_tensor((6, 4), device=device), make_tensor((5,), device=device))
+    with pytest.raises(RuntimeError, match=r"use torch.nn.functional.linear for half/bf16"):
+        cudasteps.linear(a.half(), make_tensor((6, 4), device=device).half())
+
+
+@requires_cuda
+def test_errors_device():
+    a = make_tensor((3, 4), device="cuda")
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2 must be on self's device \(cuda:0\), got cpu"
+    ):
+        cudasteps.mm(a, make_tensor((4, 5)))
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear: weight must be on input's device"):
+        cudasteps.linear(a, make_tensor((5, 4)))
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
+        G.run_ladder("nope", a, make_tensor((4, 5), device="cuda"))
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: config must be one of"):
+        G.run_ladder("cfg:1x1x1", a, make_tensor((4, 5), device="cuda"))
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def test_gradcheck_cpu():
+    a = make_tensor((5, 7), torch.float64, seed=1).requires_grad_()
+    b = make_tensor((7, 4), torch.float64, seed=2).t().contiguous().t().requires_grad_()
+    s = make_tensor((4,), torch.float64, seed=3).requires_grad_()
+    assert torch.autograd.gradcheck(cudasteps.mm, (a, b))
+    assert torch.autograd.gradcheck(lambda s, a, b: cudasteps.addmm(s, a, b, beta=0.5, alpha=-1.5), (s, a, b))
+    x = make_tensor((2, 3, 7), torch.float64, seed=4).requires_grad_()
+    w = make_tensor((4, 7), torch.float64, seed=5).requires_grad_()
+    bias = make_tensor((4,), torch.float64, seed=6).requires_grad_()
+    assert torch.autograd.gradcheck(cudasteps.linear, (x, w, bias))
+    assert torch.autograd.gradcheck(lambda x, w: cudasteps.linear(x, w), (x, w))
+
+
+@pytest.mark.parametrize("self_shape", [(5, 4), (1, 4), (5, 1), (1,), ()])
+def test_gradcheck_broadcast_self_and_bias(self_shape):
+    a = make_tensor((5, 3), torch.float64, seed=1).requires_grad_()
+    b = make_tensor((3, 4), torch.float64, seed=2).requires_grad_()
+    s = make_tensor(self_shape, torch.float64, seed=3).requires_grad_()
+    assert torch.autograd.gradcheck(lambda s, a, b: cudasteps.addmm(s, a, b, beta=2.0), (s, a, b))
+    if len(self_shape) <= 1:
+        bias = make_tensor((4,) if self_shape == (5, 1) else self_shape, torch.float64, seed=4)
+        bias = bias.requires_grad_()
+        w = make_tensor((4, 3), torch.float64, seed=5).requires_grad_()
+        assert torch.autograd.gradcheck(cudasteps.linear, (a, w, bias))
+
+
+@requires_cuda
+def test_grads_vs_torch_cuda():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    x = make_tensor((4, 33, 130), device="cuda", seed=1).requires_grad_()
+    w = make_tensor((70, 130), device="cuda", seed=2).requires_grad_()
+    bias = make_tensor((70,), device="cuda", seed=3).requires_grad_()
+    g = make_tensor((4, 33, 70), device="cuda", seed=4)
+    cudasteps.linear(x, w, bias).backward(g)
+    ours = [t.grad.clone() for t in (x, w, bias)]
+    for t in (x, w, bias):
+        t.grad = None
+    F.linear(x, w, bias).backward(g)
+    for o, t in zip(ours, (x, w, bias)):
+        assert rel_err(o, t.grad) < F32_TOL
+
+    s = make_tensor((1, 50), device="cuda", seed=5).requires_grad_()
+    a = make_tensor((40, 60), device="cuda", seed=6).requires_grad_()
+    b = make_tensor((60, 50), device="cuda", seed=7).requires_grad_()
+    g = make_tensor((40, 50), device="cuda", seed=8)
+    cudasteps.addmm(s, a, b, beta=2.0, alpha=0.5).backward(g)
+    ours = [t.grad.clone() for t in (s, a, b)]
+    for t in (s, a, b):
+        t.grad = None
+    torch.addmm(s, a, b, beta=2.0, alpha=0.5).backward(g)
+    for o, t in zip(ours, (s, a, b)):
+        assert rel_err(o, t.grad) < F32_TOL
+
+
+# ---------------------------------------------------------------- opcheck, compile
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck(device, requires_grad):
+    def mk(shape, seed):
+        return make_tensor(shape, torch.float32, device, seed=seed).requires_grad_(requires_grad)
+
+    torch.library.opcheck(torch.ops.cudasteps.mm, (mk((5, 6), 1), mk((6, 7), 2)))
+    torch.library.opcheck(
+        torch.ops.cudasteps.addmm, (mk((7,), 3), mk((5, 6), 1), mk((6, 7), 2)), {"beta": 0.5, "alpha": 2.0}
+    )
+    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
+    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((5, 6), 1), mk((7, 6), 2), None))
+
+
+@requires_cuda
+def test_opcheck_ladder():
+    a = make_tensor((5, 6), device="cuda")
+    b = make_tensor((6, 7), device="cuda", seed=1)
+    torch.library.opcheck(torch.ops.cudasteps.ladder_mm, (a, b, "final"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile(device):
+    torch._dynamo.reset()
+
+    def f(x, w, bias, s):
+        h = cudasteps.linear(x, w, bias)
+        return cudasteps.addmm(s, h, w, beta=0.5) + cudasteps.mm(h, w)
+
+    x = make_tensor((3, 8), device=device, seed=1)
+    w = make_tensor((8, 8), device=device, seed=2)
+    bias = make_tensor((8,), device=device, seed=3)
+    s = make_tensor((8,), device=device, seed=4)
+    compiled = torch.compile(f, fullgraph=True)
+    assert rel_err(compiled(x, w, bias, s), f(x, w, bias, s)) < 1e-6
+
+
+# ---------------------------------------------------------------- ladder and configs (CUDA)
+
+LADDER_SHAPES = [
+    (1, 1, 1),
+    (67, 33, 5),
+    (128, 128, 128),
+    (259, 131, 517),
+    (1000, 1000, 1000),
+    (64, 2048, 4096),
+]
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", G.LADDER + G.CONFIG_VARIANTS)
+def test_ladder_variant(variant):
+    for i, (m, n, k) in enumerate(LADDER_SHAPES):
+        a = make_tensor((m, k), device="cuda", seed=i)
+        b = make_tensor((k, n), device="cuda", seed=50 + i)
+        out = G.run_ladder(variant, a, b)
+        assert rel_err(out, ref_mm(a, b)) < F32_TOL, f"{variant} {(m, n, k)}"
+    # unaligned sizes (the scalar-load instantiations for the tile kernels)
+    a = misaligned((45, 77), device="cuda", seed=7).contiguous()
+    b = make_tensor((77, 39), device="cuda", seed=8)
+    assert rel_err(G.run_ladder(variant, a, b), ref_mm(a, b)) < F32_TOL
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", G.CONFIG_VARIANTS)
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+@pytest.mark.parametrize("misalign", [False, True], ids=["aligned", "misaligned"])
+def test_configs_layouts(variant, ta, tb, misalign):
+    m, n, k = 261, 199, 1031
+    if misalign:
+        a = layout(misaligned((m, k), device="cuda", seed=1), ta)
+        b = layout(misaligned((k, n), device="cuda", seed=2), tb)
+    else:
+        a = layout(make_tensor((m, k), device="cuda", seed=1), ta)
+        b = layout(make_tensor((k, n), device="cuda", seed=2), tb)
+    assert rel_err(G.run_ladder(variant, a, b), ref_mm(a, b)) < F32_TOL
+
+
+@requires_cuda
+@pytest.mark.parametrize(
+    "shape", [(128, 8192, 4096), (8192, 128, 4096), (4096, 4096, 128), (4097, 4095, 4099)]
+)
+def test_mm_big_shapes_cuda(shape):
+    m, n, k = shape
+    a = make_tensor((m, k), device="cuda", seed=1)
+    b = make_tensor((k, n), device="cuda", seed=2)
+    ref = a.double() @ b.double()
+    assert rel_err(cudasteps.mm(a, b), ref) < F32_TOL
+    assert rel_err(cudasteps.mm(b.t(), a.t()), ref.t()) < F32_TOL
+
+
+@requires_cuda
+def test_64bit_offsets_cuda():
+    # 2^31 + elements in the output: the epilogue and loader offsets must be 64-bit.
+    if torch.cuda.get_device_properties(0).total_memory < 40 * 2**30:
+        pytest.skip("needs ~20 GiB of GPU memory")
+    m, n, k = 2**16 + 3, 2**15 + 1, 4
+    a = make_tensor((m, k), device="cuda", seed=1)
+    b = make_tensor((k, n), device="cuda", seed=2)
+    out = cudasteps.mm(a, b)
+    rows = torch.tensor([0, 1, m // 2, m - 1], device="cuda")
+    ref = a[rows].double() @ b.double()
+    assert rel_err(out[rows], ref) < F32_TOL
+    del out
+
+
+def test_ladder_module_lists_gemm():
+    assert cudasteps.ladder.variants("gemm") == G.LADDER
+    assert G.LADDER[0] == "naive" and G.LADDER[-1] == "final"
