@@ -1,8 +1,7 @@
 """copy: cudasteps.copy / copy_ against torch clone() / copy_, its ladder, and misaligned views."""
 
-import torch
-
 import cudasteps
+import torch
 
 MiB = 1 << 20
 

@@ -21,9 +21,9 @@ import sys
 import time
 from collections import OrderedDict
 
+import cudasteps
 import torch
 
-import cudasteps
 from benchmarks.harness import Bench, fp32_peak_tflops
 
 FAMILY_ORDER = ["copy", "transpose", "reduce", "gemm", "elementwise"]

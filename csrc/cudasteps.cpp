@@ -41,6 +41,8 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("mul(Tensor self, Tensor other) -> Tensor");
   m.def("ladder_bias_act(Tensor x, Tensor? bias, str act, str variant) -> Tensor");
+  // alpha * sum over all dims but the last of self (* other): the per-feature gradient of add/mul.
+  m.def("sum_leading(Tensor self, Tensor? other=None, *, float alpha=1., ScalarType? dtype=None) -> Tensor");
 }
 
 // `import cudasteps._C` runs the static initialisers above (the registrations). The module itself

@@ -51,7 +51,7 @@ want build && step build 600 make build
 SO=$(ls torch_ops/cudasteps/_C*.so 2>/dev/null | head -n1)
 
 if want test; then
-  step test 600 "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$LOGS/junit.xml"
+  step test "${TEST_TIMEOUT:-600}" "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$LOGS/junit.xml"
   grep -E "passed|failed" "$LOGS/test.log" | tail -n 1
 fi
 
@@ -75,13 +75,13 @@ if want ncu && command -v ncu >/dev/null; then
     [ -e "$script" ] || continue
     name=$(basename "$script" .py)
     step "$name" 300 ncu --clock-control none --csv --metrics \
-      l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
+      l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
       "$PY" "$script"
   done
 fi
 
 if want bench; then
-  step bench 900 make bench BENCH_ARGS="${BENCH_ARGS:-}"
+  step bench "${BENCH_TIMEOUT:-900}" make bench BENCH_ARGS="${BENCH_ARGS:-}"
   tail -n 150 "$LOGS/bench.log" | grep -E "^\|" | head -n 150
 fi
 

@@ -10,9 +10,8 @@ misaligned views, so bounds checks, heads and tails all execute. Exits non-zero 
 import argparse
 import sys
 
-import torch
-
 import cudasteps
+import torch
 
 failures = []
 
@@ -65,11 +64,76 @@ def smoke_reduce(dev):
         check(f"ladder sum {v}", cudasteps.ladder.run("reduce", v, big), big.double().sum(), tol=1e-4)
 
 
+def smoke_gemm(dev):
+    for m, n, k in [(1, 1, 1), (67, 45, 33), (130, 129, 257), (5, 300, 2)]:
+        a = torch.randn(m, k, device=dev)
+        b = torch.randn(k, n, device=dev)
+        want = a.double() @ b.double()
+        check(f"mm {m}x{n}x{k}", cudasteps.mm(a, b), want, tol=1e-4)
+        check(
+            f"mm TT {m}x{n}x{k}", cudasteps.mm(a.t().contiguous().t(), b.t().contiguous().t()), want, tol=1e-4
+        )
+        c = torch.randn(m, n, device=dev)
+        check(
+            f"addmm {m}x{n}x{k}",
+            cudasteps.addmm(c, a, b, beta=0.5, alpha=2.0),
+            0.5 * c.double() + 2 * want,
+            tol=1e-4,
+        )
+    x = torch.randn(3, 7, 33, device=dev)
+    w = torch.randn(45, 33, device=dev)
+    bias = torch.randn(45, device=dev)
+    check("linear", cudasteps.linear(x, w, bias), x.double() @ w.double().t() + bias.double(), tol=1e-4)
+    a = torch.randn(130, 70, device=dev)
+    b = torch.randn(70, 129, device=dev)
+    for v in cudasteps.ladder.variants("gemm") + cudasteps.gemm.CONFIG_VARIANTS:
+        check(f"ladder mm {v}", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4)
+
+
+def smoke_elementwise(dev):
+    import torch.nn.functional as F
+
+    acts = {
+        "none": lambda t: t,
+        "relu": F.relu,
+        "gelu": F.gelu,
+        "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "silu": F.silu,
+    }
+    x = torch.randn(37, 129, device=dev)
+    b = torch.randn(129, device=dev)
+    for act, fn in acts.items():
+        check(f"bias_act {act}", cudasteps.bias_act(x, b, act), fn(x.double() + b.double()), tol=1e-4)
+        xr = x.clone().requires_grad_()
+        br = b.clone().requires_grad_()
+        cudasteps.bias_act(xr, br, act).sum().backward()
+        xd = x.double().requires_grad_()
+        bd = b.double().requires_grad_()
+        fn(xd + bd).sum().backward()
+        check(f"bias_act {act} grad_x", xr.grad, xd.grad, tol=1e-4)
+        check(f"bias_act {act} grad_bias", br.grad, bd.grad, tol=1e-3)
+    check("add", cudasteps.add(x, b, alpha=0.5), x.double() + 0.5 * b.double(), tol=1e-5)
+    check("mul", cudasteps.mul(x, x.flip(0)), x.double() * x.flip(0).double(), tol=1e-5)
+    xm = torch.randn(1 + 37 * 129, device=dev)[1:].view(37, 129)
+    check(
+        "bias_act misaligned", cudasteps.bias_act(xm, b, "gelu"), F.gelu(xm.double() + b.double()), tol=1e-4
+    )
+    for v in cudasteps.ladder.variants("elementwise"):
+        check(
+            f"ladder bias_act {v}",
+            cudasteps.ladder.run("elementwise", v, x, b, "gelu"),
+            F.gelu(x.double() + b.double()),
+            tol=1e-4,
+        )
+
+
 # family -> (smoke function, uses shared memory)
 FAMILIES = {
     "copy": (smoke_copy, False),
     "transpose": (smoke_transpose, True),
     "reduce": (smoke_reduce, True),
+    "gemm": (smoke_gemm, True),
+    "elementwise": (smoke_elementwise, True),
 }
 
 

@@ -1,9 +1,8 @@
 """copy / copy_: correctness over dtypes, sizes and layouts, errors, autograd, opcheck, ladder."""
 
+import cudasteps
 import pytest
 import torch
-
-import cudasteps
 from _helpers import ALL_DTYPES, DEVICES, make_tensor, misaligned, poisoned, requires_cuda
 
 SIZES = [0, 1, 3, 15, 16, 17, 1000, 4099, (1 << 16) + 5]

@@ -7,10 +7,9 @@ no Python frame may run inside a call (a Python-registered autograd or fake kern
 import importlib
 import sys
 
+import cudasteps
 import pytest
 import torch
-
-import cudasteps
 from _helpers import DEVICES, make_tensor
 from cudasteps import _loader
 
@@ -20,16 +19,20 @@ PUBLIC_OPS = [
     "transpose", "transpose_",
     "sum",
     "mm", "addmm", "linear",
-    "bias_act", "bias_act_backward", "add", "mul",
+    "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
 ]  # fmt: skip
+# Backward helpers: called by autograd, not differentiated themselves.
+NO_AUTOGRAD = {"bias_act_backward", "sum_leading"}
 
 
 @pytest.mark.parametrize("name", PUBLIC_OPS)
 def test_every_public_op_has_cpu_and_autograd_kernels(name):
     qualname = f"cudasteps::{name}"
     assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CPU"), f"{name}: no CPU kernel"
-    if name != "bias_act_backward":  # a backward op: called by autograd, not differentiated itself
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "Autograd"), f"{name}: no C++ autograd"
+    if name not in NO_AUTOGRAD:
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "Autograd"), (
+            f"{name}: no C++ autograd"
+        )
     if cudasteps.cuda_available():
         assert torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CUDA"), f"{name}: no CUDA kernel"
 
@@ -57,7 +60,9 @@ def test_no_python_frame_runs_inside_an_op_call(device, requires_grad):
     op(x)  # warm caches
     frames = _python_frames_during(lambda: op(x))
     # Allowed: this test's lambda, and OpOverload.__call__ where torch implements it in Python.
-    foreign = [f for f in frames if not f.startswith(__file__) and "torch/_ops.py" not in f.replace("\\", "/")]
+    foreign = [
+        f for f in frames if not f.startswith(__file__) and "torch/_ops.py" not in f.replace("\\", "/")
+    ]
     assert foreign == [], f"Python ran inside cudasteps.copy: {foreign}"
 
 
@@ -80,7 +85,9 @@ def test_import_cudasteps_imports_torch_itself():
     # A fresh interpreter that never imported torch can import cudasteps and use the ops.
     import subprocess
 
-    code = "import cudasteps, torch; x = torch.arange(5.0); assert torch.equal(torch.ops.cudasteps.copy(x), x)"
+    code = (
+        "import cudasteps, torch; x = torch.arange(5.0); assert torch.equal(torch.ops.cudasteps.copy(x), x)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

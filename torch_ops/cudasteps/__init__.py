@@ -10,13 +10,31 @@ from ._loader import load_extension
 
 load_extension()
 
-from . import ladder  # noqa: E402,F401
+from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
+from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
 from .gemm import addmm, linear, mm  # noqa: E402
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
 
-__all__ = ["addmm", "copy", "copy_", "cuda_available", "ladder", "linear", "mm", "sum", "transpose", "transpose_"]
+__all__ = [
+    "add",
+    "addmm",
+    "bias_act",
+    "bias_act_backward",
+    "copy",
+    "copy_",
+    "cuda_available",
+    "ladder",
+    "linear",
+    "mm",
+    "mul",
+    "nn",
+    "sum",
+    "sum_leading",
+    "transpose",
+    "transpose_",
+]
 
 
 def cuda_available() -> bool:

@@ -9,6 +9,7 @@ of them side by side so the results table shows what each optimization buys.
 """
 
 from . import copy as _copy
+from . import elementwise as _elementwise
 from . import gemm as _gemm
 from . import reduce as _reduce
 from . import transpose as _transpose
@@ -19,6 +20,7 @@ _FAMILIES = {
     "transpose": _transpose,
     "reduce": _reduce,
     "gemm": _gemm,
+    "elementwise": _elementwise,
 }
 
 

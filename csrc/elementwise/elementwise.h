@@ -1,0 +1,268 @@
+// Shared by the CPU and CUDA elementwise kernels: the activation functors (forward and derivative,
+// evaluated in fp32, or fp64 for double inputs) and the argument checks, so that both backends
+// compute the same functions and reject the same inputs with the same messages.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
+
+#include <cmath>
+#include <string>
+
+#include "common/checks.h"
+#include "common/strided.h"  // CUDASTEPS_HOST_DEVICE
+
+namespace cudasteps {
+namespace elementwise {
+
+// ---- math in the accumulation type (float for fp32/fp16/bf16, double for fp64) ------------------
+
+CUDASTEPS_HOST_DEVICE float math_erf(float v) { return erff(v); }
+CUDASTEPS_HOST_DEVICE double math_erf(double v) { return erf(v); }
+CUDASTEPS_HOST_DEVICE float math_exp(float v) { return expf(v); }
+CUDASTEPS_HOST_DEVICE double math_exp(double v) { return exp(v); }
+CUDASTEPS_HOST_DEVICE float math_tanh(float v) { return tanhf(v); }
+CUDASTEPS_HOST_DEVICE double math_tanh(double v) { return tanh(v); }
+// a / b. On the GPU the fp32 division is __fdividef (2 ulp; no IEEE slow-path subroutine, which
+// showed up in ptxas -v as a stack frame in the silu kernels). Its one deviation, 0 for
+// 2^126 < |b|, is also the right answer where silu uses it: z / (1 + exp(-z)) with exp(-z) huge.
+CUDASTEPS_HOST_DEVICE float math_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdividef(a, b);
+#else
+  return a / b;
+#endif
+}
+CUDASTEPS_HOST_DEVICE double math_div(double a, double b) { return a / b; }
+
+// The activations. Each has value(z) = act(z) and deriv(z) = act'(z). Constants are those of
+// PyTorch's own kernels (aten/src/ATen/native/cuda/ActivationGeluKernel.cu), so results match
+// F.gelu / F.silu / F.relu up to rounding.
+enum class Act { kNone, kRelu, kGelu, kGeluTanh, kSilu };
+
+template <Act A>
+struct ActFn;
+
+template <>
+struct ActFn<Act::kNone> {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc value(Acc z) { return z; }
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc deriv(Acc) { return Acc(1); }
+};
+
+template <>
+struct ActFn<Act::kRelu> {
+  // `z < 0 ? 0 : z` keeps NaN (the comparison is false), like torch.relu.
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc value(Acc z) { return z < Acc(0) ? Acc(0) : z; }
+  // threshold_backward: the gradient passes where z > 0.
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc deriv(Acc z) { return z > Acc(0) ? Acc(1) : Acc(0); }
+};
+
+template <>
+struct ActFn<Act::kGelu> {
+  // 0.5 * z * (1 + erf(z / sqrt(2)))
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc value(Acc z) {
+    constexpr Acc kInvSqrt2 = Acc(0.70710678118654752440);
+    return Acc(0.5) * z * (Acc(1) + math_erf(z * kInvSqrt2));
+  }
+  // Phi(z) + z * phi(z), phi the standard normal density.
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc deriv(Acc z) {
+    constexpr Acc kInvSqrt2 = Acc(0.70710678118654752440);
+    constexpr Acc kInvSqrt2Pi = Acc(0.39894228040143267794);
+    const Acc cdf = Acc(0.5) * (Acc(1) + math_erf(z * kInvSqrt2));
+    const Acc pdf = math_exp(Acc(-0.5) * z * z) * kInvSqrt2Pi;
+    return cdf + z * pdf;
+  }
+};
+
+template <>
+struct ActFn<Act::kGeluTanh> {
+  // 0.5 * z * (1 + tanh(sqrt(2/pi) * (z + 0.044715 z^3)))
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc value(Acc z) {
+    constexpr Acc kBeta = Acc(0.79788456080286535588);  // sqrt(2 / pi)
+    constexpr Acc kKappa = Acc(0.044715);
+    const Acc inner = kBeta * (z + kKappa * z * z * z);
+    return Acc(0.5) * z * (Acc(1) + math_tanh(inner));
+  }
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc deriv(Acc z) {
+    constexpr Acc kBeta = Acc(0.79788456080286535588);
+    constexpr Acc kKappa = Acc(0.044715);
+    const Acc z2 = z * z;
+    const Acc t = math_tanh(kBeta * (z + kKappa * z2 * z));
+    const Acc left = Acc(0.5) * z;
+    const Acc right = Acc(1) + t;
+    const Acc inner_deriv = kBeta * (Acc(1) + Acc(3) * kKappa * z2);
+    return Acc(0.5) * right + left * (Acc(1) - t * t) * inner_deriv;
+  }
+};
+
+template <>
+struct ActFn<Act::kSilu> {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc value(Acc z) { return math_div(z, Acc(1) + math_exp(-z)); }
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE static Acc deriv(Acc z) {
+    const Acc s = math_div(Acc(1), Acc(1) + math_exp(-z));
+    return s * (Acc(1) + z * (Acc(1) - s));
+  }
+};
+
+// ---- binary functors: out = f(a, v), a an element of x/self, v of bias/other -------------------
+
+// bias_act forward: act(a + v).
+template <Act A>
+struct BiasActOp {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return ActFn<A>::value(a + v); }
+};
+
+// add: a + alpha * v (as torch.add: alpha scales `other`).
+template <typename Acc>
+struct AddOp {
+  Acc alpha;
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return a + alpha * v; }
+};
+
+// mul: a * v.
+struct MulOp {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return a * v; }
+};
+
+// ---- backward functors: d = f(g, a, v); written to grad_x (when the op has one) and summed per
+// column into grad_bias ------------------------------------------------------------------------
+
+// bias_act backward: g * act'(a + v).
+template <Act A>
+struct BiasActGradOp {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc g, Acc a, Acc v) const {
+    return g * ActFn<A>::deriv(a + v);
+  }
+};
+
+// sum_leading: g * a (a is 1 when there is no second operand; v is unused).
+template <bool kHasOther>
+struct ProductOp {
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc g, Acc a, Acc) const {
+    if constexpr (kHasOther) {
+      return g * a;
+    } else {
+      return g;
+    }
+  }
+};
+
+// ---- argument parsing and checks ---------------------------------------------------------------
+
+inline Act parse_act(c10::string_view act, const char* op) {
+  if (act == "none") return Act::kNone;
+  if (act == "relu") return Act::kRelu;
+  if (act == "gelu") return Act::kGelu;
+  if (act == "gelu_tanh") return Act::kGeluTanh;
+  if (act == "silu") return Act::kSilu;
+  CUDASTEPS_CHECK(false, op, "act must be one of none, relu, gelu, gelu_tanh, silu, got '",
+                  std::string(act), "'");
+  return Act::kNone;  // unreachable
+}
+
+// Calls fn(std::integral_constant<Act, A>{}) for the runtime act.
+template <typename Fn>
+void dispatch_act(Act act, Fn&& fn) {
+  switch (act) {
+    case Act::kNone: return fn(std::integral_constant<Act, Act::kNone>{});
+    case Act::kRelu: return fn(std::integral_constant<Act, Act::kRelu>{});
+    case Act::kGelu: return fn(std::integral_constant<Act, Act::kGelu>{});
+    case Act::kGeluTanh: return fn(std::integral_constant<Act, Act::kGeluTanh>{});
+    case Act::kSilu: return fn(std::integral_constant<Act, Act::kSilu>{});
+  }
+}
+
+inline void check_float_input(const at::Tensor& t, const char* op, const char* arg) {
+  check_dtype(t, op, arg, {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble});
+}
+
+// A per-feature vector `v` for x (..., N): 1-D of size N, on x's device, with x's dtype or fp32
+// (fp32 parameters under autocast feed bf16/fp16 activations).
+inline void check_feature_vector(const at::Tensor& v, const at::Tensor& x, const char* op,
+                                 const char* arg, const char* x_arg) {
+  check_same_device(v, x, op, arg, x_arg);
+  CUDASTEPS_CHECK(x.dim() >= 1, op, x_arg, " must have at least 1 dimension when ", arg,
+                  " is given, got a 0-D tensor");
+  CUDASTEPS_CHECK(v.dim() == 1 && v.size(0) == x.size(-1), op, arg, " must have shape [",
+                  x.size(-1), "] (the last dimension of ", x_arg, "), got ", v.sizes());
+  CUDASTEPS_CHECK(v.scalar_type() == x.scalar_type() || v.scalar_type() == at::kFloat, op, arg,
+                  " must have the dtype of ", x_arg, " (", x.scalar_type(), ") or Float, got ",
+                  v.scalar_type());
+}
+
+inline Act check_bias_act_args(const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+                               c10::string_view act, const char* op) {
+  check_float_input(x, op, "x");
+  if (bias.has_value()) check_feature_vector(*bias, x, op, "bias", "x");
+  return parse_act(act, op);
+}
+
+inline Act check_bias_act_backward_args(const at::Tensor& grad, const at::Tensor& x,
+                                        const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  constexpr const char* op = "bias_act_backward";
+  check_float_input(x, op, "x");
+  check_same_device(grad, x, op, "grad", "x");
+  check_same_dtype(grad, x, op, "grad", "x");
+  check_same_shape(grad, x, op, "grad", "x");
+  if (bias.has_value()) check_feature_vector(*bias, x, op, "bias", "x");
+  return parse_act(act, op);
+}
+
+// add/mul: `other` has self's shape and dtype, or is a per-feature vector (see above). Returns
+// true for the per-feature (broadcast) case.
+inline bool check_binary_args(const at::Tensor& self, const at::Tensor& other, const char* op) {
+  check_float_input(self, op, "self");
+  check_same_device(other, self, op, "other", "self");
+  if (other.sizes() == self.sizes()) {
+    check_same_dtype(other, self, op, "other", "self");
+    return false;
+  }
+  CUDASTEPS_CHECK(self.dim() >= 1 && other.dim() == 1 && other.size(0) == self.size(-1), op,
+                  "other must have the shape of self ", self.sizes(), " or [N] with N = self.size(-1), got ",
+                  other.sizes());
+  check_feature_vector(other, self, op, "other", "self");
+  return true;
+}
+
+// sum_leading(self, other?): other, when given, has self's shape and dtype; self is at least 1-D.
+inline void check_sum_leading_args(const at::Tensor& self, const c10::optional<at::Tensor>& other) {
+  constexpr const char* op = "sum_leading";
+  check_float_input(self, op, "self");
+  check_min_dim(self, 1, op, "self");
+  if (other.has_value()) {
+    check_same_device(*other, self, op, "other", "self");
+    check_same_dtype(*other, self, op, "other", "self");
+    check_same_shape(*other, self, op, "other", "self");
+  }
+}
+
+inline at::ScalarType sum_leading_dtype(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
+  const at::ScalarType out = dtype.value_or(self.scalar_type());
+  CUDASTEPS_CHECK(out == at::kFloat || out == at::kHalf || out == at::kBFloat16 || out == at::kDouble,
+                  "sum_leading", "dtype must be Float or Half or BFloat16 or Double, got ", out);
+  return out;
+}
+
+// Rows and columns of x viewed as (numel / N, N).
+inline int64_t num_cols(const at::Tensor& x) { return x.dim() == 0 ? 1 : x.size(-1); }
+inline int64_t num_rows(const at::Tensor& x) {
+  const int64_t cols = num_cols(x);
+  return cols == 0 ? 0 : x.numel() / cols;
+}
+
+}  // namespace elementwise
+}  // namespace cudasteps

@@ -1,0 +1,568 @@
+// CUDA elementwise kernels: bias_act (+ fused backward), add, mul, sum_leading, and the bias_act
+// ladder.
+//
+// Two kernel shapes serve every op (inputs are made contiguous first; outputs are contiguous):
+//
+// * flat_kernel: out[i] = op(a[i], b[i]) (or op(a[i], 0)) over the whole tensor, for same-shape
+//   add/mul and bias-free activations. One 16-byte vector per thread per tile of kFlatThreads
+//   vectors and one block per tile ("one-shot" grid: blocks sweep memory in address order, which
+//   the copy family measured fastest on the H100), a scalar tail done by block 0, and a VEC = 1
+//   instantiation when any pointer is not 16-byte aligned.
+//
+// * rowvec_kernel / rowgrad_kernel: x viewed as (rows, cols), a per-feature vector v indexed by
+//   column. A block is col_threads x row_threads = 256 threads; each thread owns VEC adjacent
+//   columns for its whole life, so it loads its VEC bias values into registers once and never
+//   computes an index modulo cols. A block works on chunks of kRowUnroll x row_threads adjacent
+//   rows (thread ty takes rows ty, ty + row_threads, ...: kRowUnroll independent 16-byte loads in
+//   flight), chunk blockIdx.y, blockIdx.y + gridDim.y, ... With col_threads = 32 a warp reads
+//   32 x 16 B = 512 contiguous bytes of one row per access (four full 128-byte lines). The
+//   16-byte path needs cols % VEC == 0 and 16-byte aligned pointers (then every row start is
+//   aligned too); otherwise VEC = 1.
+//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel). The backward
+//   (rowgrad) launches one wave of blocks, each looping over chunks, because it also sums its
+//   d = f(grad, x, bias) values per column: in registers over its rows, then over the block's
+//   row_threads through shared memory in a fixed order, then one fp32 partial per
+//   (blockIdx.y, column) that finalize_colsum_kernel sums over blockIdx.y in order. One wave keeps
+//   that partial buffer small (gridDim.y rows of cols floats). The grid depends only on the shape
+//   and the device, so grad_bias is bitwise reproducible run to run (no atomics).
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <climits>
+#include <string>
+
+#include "common/launch.cuh"
+#include "common/vec.cuh"
+#include "elementwise/elementwise.h"
+
+namespace cudasteps {
+namespace elementwise {
+namespace {
+
+constexpr int kThreads = 256;  // row kernels: 32 column threads x 8 row threads (see above)
+// Flat kernel block size and one vector per thread per tile: the copy family's measured best on
+// the H100 (1 GiB: 1 x 512 threads 3.01 TB/s vs 4 x 256 2.98 TB/s).
+constexpr int kFlatThreads = 512;
+// Column threads of a rowvec/rowgrad block when there are enough rows: one warp spans one row
+// segment of 32 x 16 B (coalesced, 4 full lines) and the 8 warps of a block take 8 rows, so the
+// backward's cross-thread column reduction is 8-deep through shared memory.
+constexpr int kMaxColThreads = 32;
+// Rows each thread keeps in flight (independent 16-byte loads issued before the first use):
+// 4 x 16 B x 2048 resident threads = 128 KiB per SM for the forward, twice that for the
+// backward (grad and x), comfortably above what Little's law asks for ~3 TB/s.
+constexpr int kRowUnroll = 4;
+
+template <typename T>
+constexpr int vec16_elems() {
+  return elems_per_vec16<T>();
+}
+
+// ---- per-feature vector ----------------------------------------------------------------------
+
+// Loads v[c0 .. c0 + VEC) (v of type T or fp32; null means zeros) into registers, once per thread.
+template <typename T, int VEC, typename Acc>
+__device__ __forceinline__ void load_feature(const void* v, bool v_is_float, int64_t c0,
+                                             Acc (&out)[VEC]) {
+  if (v == nullptr) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = Acc(0);
+  } else if (v_is_float) {
+    const float* p = static_cast<const float*>(v) + c0;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = Acc(p[k]);
+  } else {
+    const T* p = static_cast<const T*>(v) + c0;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out[k] = Acc(p[k]);
+  }
+}
+
+// ---- flat kernel ---------------------------------------------------------------------------
+
+template <typename T, int VEC, bool kHasB, typename Op>
+__device__ __forceinline__ Vec<T, VEC> apply_vec(const Vec<T, VEC>& a, const Vec<T, VEC>& b, Op op) {
+  using Acc = at::opmath_type<T>;
+  Vec<T, VEC> o;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    o.val[k] = T(op(Acc(a.val[k]), kHasB ? Acc(b.val[k]) : Acc(0)));
+  }
+  return o;
+}
+
+template <typename T, int VEC, bool kHasB, typename Op>
+__global__ void __launch_bounds__(kFlatThreads)
+    flat_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                int64_t numel, Op op) {
+  using V = Vec<T, VEC>;
+  using Acc = at::opmath_type<T>;
+  const int64_t n_vec = numel / VEC;
+  const V* av = reinterpret_cast<const V*>(a);
+  const V* bv = reinterpret_cast<const V*>(b);
+  V* ov = reinterpret_cast<V*>(out);
+  // One-shot grid: normally one iteration; the loop covers grids capped at INT_MAX blocks.
+  const int64_t stride = int64_t(gridDim.x) * kFlatThreads;
+  for (int64_t i = int64_t(blockIdx.x) * kFlatThreads + threadIdx.x; i < n_vec; i += stride) {
+    const V ra = av[i];
+    V rb;
+    if constexpr (kHasB) rb = bv[i];
+    ov[i] = apply_vec<T, VEC, kHasB>(ra, rb, op);
+  }
+  // Scalar tail: the last numel % VEC (< 16) elements.
+  if (blockIdx.x == 0) {
+    const int64_t t = n_vec * VEC + threadIdx.x;
+    if (t < numel) out[t] = T(op(Acc(a[t]), kHasB ? Acc(b[t]) : Acc(0)));
+  }
+}
+
+template <typename T, bool kHasB, typename Op>
+void launch_flat(const T* a, const T* b, T* out, int64_t numel, Op op, cudaStream_t stream) {
+  constexpr int kVec = vec16_elems<T>();
+  const bool aligned = is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes) &&
+                       (!kHasB || is_aligned(b, kVecBytes));
+  const int vec = aligned ? kVec : 1;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div<int64_t>(numel / vec, kFlatThreads));
+  const int64_t grid = std::min<int64_t>(tiles, INT_MAX);
+  if (aligned) {
+    flat_kernel<T, kVec, kHasB, Op><<<grid, kFlatThreads, 0, stream>>>(a, b, out, numel, op);
+  } else {
+    flat_kernel<T, 1, kHasB, Op><<<grid, kFlatThreads, 0, stream>>>(a, b, out, numel, op);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// ---- row kernels ---------------------------------------------------------------------------
+
+// Column threads per block: up to kMaxColThreads, as many as the columns need; wider (fewer row
+// threads) when there are fewer rows than row threads, so that few-row tensors keep the block busy.
+int pick_col_threads(int64_t rows, int64_t cols, int vec) {
+  const int64_t n_vec = ceil_div<int64_t>(cols, vec);
+  int col_threads = 1;
+  while (col_threads < kMaxColThreads && col_threads < n_vec) col_threads *= 2;
+  while (col_threads < kThreads && col_threads < n_vec && kThreads / col_threads > rows) col_threads *= 2;
+  return col_threads;
+}
+
+struct RowGrid {
+  dim3 grid;
+  int col_threads;
+};
+
+// col_tiles blocks across the columns; across the rows, one block per chunk of
+// kRowUnroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
+template <typename Kernel>
+RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op) {
+  RowGrid g;
+  g.col_threads = pick_col_threads(rows, cols, vec);
+  const int row_threads = kThreads / g.col_threads;
+  const int64_t col_tiles = ceil_div<int64_t>(cols, int64_t(g.col_threads) * vec);
+  CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have at most ",
+                  int64_t(INT_MAX) * g.col_threads * vec, " columns, got ", cols);
+  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * kRowUnroll);
+  int64_t grid_y = row_chunks;
+  if (!one_shot) {
+    // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
+    // after the first finishes, nearly doubling the time (each block loops over many chunks).
+    const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, kThreads);
+    grid_y = std::min<int64_t>(grid_y, std::max<int64_t>(1, resident / col_tiles));
+  }
+  grid_y = std::max<int64_t>(1, std::min<int64_t>(grid_y, 65535));
+  g.grid = dim3(static_cast<unsigned>(col_tiles), static_cast<unsigned>(grid_y));
+  return g;
+}
+
+// out[r, c] = op(a[r, c], v[c]).
+template <typename T, int VEC, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    rowvec_kernel(const T* __restrict__ a, const void* __restrict__ v, bool v_is_float,
+                  T* __restrict__ out, int64_t rows, int64_t cols, int col_threads, Op op) {
+  using V = Vec<T, VEC>;
+  using Acc = at::opmath_type<T>;
+  const int row_threads = kThreads / col_threads;
+  const int tx = threadIdx.x % col_threads;
+  const int ty = threadIdx.x / col_threads;
+  const int64_t c0 = (int64_t(blockIdx.x) * col_threads + tx) * VEC;
+  if (c0 >= cols) return;  // no barrier below
+  Acc vv[VEC];
+  load_feature<T, VEC>(v, v_is_float, c0, vv);
+  const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+  for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
+       base += int64_t(gridDim.y) * chunk_rows) {
+    // kRowUnroll loads issued before the first use. Rows past the end (last chunk only) load the
+    // last row instead, so the loads need no predicate; their results are not stored.
+    V in[kRowUnroll];
+#pragma unroll
+    for (int u = 0; u < kRowUnroll; ++u) {
+      const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
+      in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+    }
+#pragma unroll
+    for (int u = 0; u < kRowUnroll; ++u) {
+      const int64_t r = base + int64_t(u) * row_threads;
+      V o;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
+      if (r < rows) *reinterpret_cast<V*>(out + r * cols + c0) = o;
+    }
+  }
+}
+
+template <typename T, typename Op>
+void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t rows, int64_t cols,
+                   Op op, cudaStream_t stream, const char* name) {
+  constexpr int kVec = vec16_elems<T>();
+  if (cols % kVec == 0 && is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes)) {
+    const auto kernel = rowvec_kernel<T, kVec, Op>;
+    const RowGrid g = row_grid(kernel, rows, cols, kVec, /*one_shot=*/true, name);
+    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
+  } else {
+    const auto kernel = rowvec_kernel<T, 1, Op>;
+    const RowGrid g = row_grid(kernel, rows, cols, 1, /*one_shot=*/true, name);
+    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
+// the block's sum of d over its rows (every column of the block's tile, every blockIdx.y).
+template <typename T, int VEC, bool kHasA, bool kWriteOut, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    rowgrad_kernel(const T* __restrict__ g, const T* __restrict__ a, const void* __restrict__ v,
+                   bool v_is_float, T* __restrict__ out, at::opmath_type<T>* __restrict__ partials,
+                   int64_t rows, int64_t cols, int col_threads, Op op) {
+  using V = Vec<T, VEC>;
+  using Acc = at::opmath_type<T>;
+  __shared__ Acc column_sums[kThreads * VEC];
+  const int row_threads = kThreads / col_threads;
+  const int tx = threadIdx.x % col_threads;
+  const int ty = threadIdx.x / col_threads;
+  const int64_t c0 = (int64_t(blockIdx.x) * col_threads + tx) * VEC;
+  const bool active = c0 < cols;  // no early return: the barrier below needs every thread
+  Acc acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = Acc(0);
+  if (active) {
+    Acc vv[VEC];
+    load_feature<T, VEC>(v, v_is_float, c0, vv);
+    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+    for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
+         base += int64_t(gridDim.y) * chunk_rows) {
+      // 2 x kRowUnroll loads issued before the first use. Rows past the end (last chunk only)
+      // load the last row instead, so the loads need no predicate; their d is neither stored nor
+      // summed.
+      V gin[kRowUnroll];
+      [[maybe_unused]] V ain[kRowUnroll];
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
+        gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
+        if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t r = base + int64_t(u) * row_threads;
+        const bool valid = r < rows;
+        [[maybe_unused]] V o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const Acc d = op(Acc(gin[u].val[k]), kHasA ? Acc(ain[u].val[k]) : Acc(1), vv[k]);
+          if constexpr (kWriteOut) o.val[k] = T(d);
+          acc[k] += valid ? d : Acc(0);
+        }
+        if constexpr (kWriteOut) {
+          if (valid) *reinterpret_cast<V*>(out + r * cols + c0) = o;
+        }
+      }
+    }
+  }
+  // Sum over the block's row threads in a fixed order: thread (tx, 0) adds rows ty = 0, 1, ...
+  // Written once per block, so the VEC-way bank conflicts of this layout cost nothing measurable.
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) column_sums[threadIdx.x * VEC + k] = acc[k];
+  __syncthreads();
+  if (ty == 0 && active) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      Acc s = Acc(0);
+      for (int j = 0; j < row_threads; ++j) s += column_sums[(j * col_threads + tx) * VEC + k];
+      if (c0 + k < cols) partials[int64_t(blockIdx.y) * cols + c0 + k] = s;
+    }
+  }
+}
+
+// out[c] = scale * sum_p partials[p, c], p in order: the deterministic second pass.
+template <typename Acc, typename OutT>
+__global__ void __launch_bounds__(kThreads)
+    finalize_colsum_kernel(const Acc* __restrict__ partials, int parts, int64_t cols, Acc scale,
+                           OutT* __restrict__ out) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += stride) {
+    Acc s = Acc(0);
+    for (int p = 0; p < parts; ++p) s += partials[int64_t(p) * cols + c];
+    out[c] = OutT(s * scale);
+  }
+}
+
+// Runs rowgrad over (rows, cols) and, when sum_out is defined, finalizes the column sums into it
+// (dtype T or fp32) scaled by `scale`.
+template <typename T, bool kHasA, bool kWriteOut, typename Op>
+void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* out,
+                    at::Tensor& sum_out, double scale, int64_t rows, int64_t cols, Op op,
+                    const at::TensorOptions& options, cudaStream_t stream, const char* name) {
+  using Acc = at::opmath_type<T>;
+  constexpr int kVec = vec16_elems<T>();
+  const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
+                      (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
+  auto run = [&](auto kernel, int vec) {
+    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
+    at::Tensor partials =
+        at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
+    kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),
+                                             rows, cols, rg.col_threads, op);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (!sum_out.defined()) return;
+    const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(cols, kThreads), int64_t(sm_count()) * 8);
+    if (sum_out.scalar_type() == at::kFloat) {
+      finalize_colsum_kernel<Acc, float><<<grid, kThreads, 0, stream>>>(
+          partials.data_ptr<Acc>(), int(rg.grid.y), cols, Acc(scale), sum_out.data_ptr<float>());
+    } else {
+      TORCH_INTERNAL_ASSERT(sum_out.scalar_type() == c10::CppTypeToScalarType<T>::value);
+      finalize_colsum_kernel<Acc, T><<<grid, kThreads, 0, stream>>>(
+          partials.data_ptr<Acc>(), int(rg.grid.y), cols, Acc(scale), sum_out.data_ptr<T>());
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  if (vec_ok) {
+    run(rowgrad_kernel<T, kVec, kHasA, kWriteOut, Op>, kVec);
+  } else {
+    run(rowgrad_kernel<T, 1, kHasA, kWriteOut, Op>, 1);
+  }
+}
+
+// flat_kernel's op(a, b) for a bias-free backward: a = x, b = grad, d = GradOp(g, x, 0).
+template <typename GradOp>
+struct XGradOp {
+  GradOp op;
+  template <typename Acc>
+  __device__ __forceinline__ Acc operator()(Acc x, Acc g) const {
+    return op(g, x, Acc(0));
+  }
+};
+
+#define CUDASTEPS_FLOAT_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
+
+// ---- ops -----------------------------------------------------------------------------------
+
+at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
+                         c10::string_view act_name) {
+  const Act act = check_bias_act_args(x_in, bias_in, act_name, "bias_act");
+  at::Tensor out = at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
+  if (x_in.numel() == 0) return out;
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor x = x_in.contiguous();
+  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
+  CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cuda", [&] {
+    dispatch_act(act, [&](auto a) {
+      const BiasActOp<decltype(a)::value> op{};
+      if (bias.defined()) {
+        launch_rowvec<scalar_t>(x.const_data_ptr<scalar_t>(), bias.const_data_ptr(),
+                                bias.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
+                                num_rows(x), num_cols(x), op, stream, "bias_act");
+      } else {
+        launch_flat<scalar_t, false>(x.const_data_ptr<scalar_t>(), nullptr, out.data_ptr<scalar_t>(),
+                                     x.numel(), op, stream);
+      }
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
+    const at::Tensor& grad_in, const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
+    c10::string_view act_name) {
+  const Act act = check_bias_act_backward_args(grad_in, x_in, bias_in, act_name);
+  at::Tensor grad_x =
+      at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
+  c10::optional<at::Tensor> grad_bias;
+  // Every column is written by the finalize pass; zeros only when there are no rows to sum.
+  if (bias_in.has_value()) grad_bias = at::empty(bias_in->sizes(), bias_in->options());
+  if (x_in.numel() == 0) {
+    if (grad_bias.has_value()) grad_bias->zero_();
+    return {grad_x, grad_bias};
+  }
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor x = x_in.contiguous();
+  const at::Tensor grad = grad_in.contiguous();
+  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
+  CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_backward_cuda", [&] {
+    dispatch_act(act, [&](auto a) {
+      const BiasActGradOp<decltype(a)::value> op{};
+      if (bias.defined()) {
+        at::Tensor sum_out = *grad_bias;
+        launch_rowgrad<scalar_t, true, true>(
+            grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), bias.const_data_ptr(),
+            bias.scalar_type() == at::kFloat, grad_x.data_ptr<scalar_t>(), sum_out, 1.0,
+            num_rows(x), num_cols(x), op, x.options(), stream, "bias_act_backward");
+      } else {
+        // No bias, no column sum: a plain same-shape elementwise pass, d = g * act'(x).
+        const XGradOp<BiasActGradOp<decltype(a)::value>> flat_op{op};
+        launch_flat<scalar_t, true>(x.const_data_ptr<scalar_t>(), grad.const_data_ptr<scalar_t>(),
+                                    grad_x.data_ptr<scalar_t>(), x.numel(), flat_op, stream);
+      }
+    });
+  });
+  return {grad_x, grad_bias};
+}
+
+template <typename MakeOp>
+at::Tensor binary_op_cuda(const at::Tensor& self_in, const at::Tensor& other_in, const char* name,
+                          MakeOp make_op) {
+  const bool per_feature = check_binary_args(self_in, other_in, name);
+  at::Tensor out =
+      at::empty(self_in.sizes(), self_in.options().memory_format(at::MemoryFormat::Contiguous));
+  if (self_in.numel() == 0) return out;
+  const c10::cuda::CUDAGuard guard(self_in.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor self = self_in.contiguous();
+  const at::Tensor other = other_in.contiguous();
+  CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "binary_op_cuda", [&] {
+    const auto op = make_op(scalar_t{});
+    if (per_feature) {
+      launch_rowvec<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr(),
+                              other.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
+                              num_rows(self), num_cols(self), op, stream, name);
+    } else {
+      launch_flat<scalar_t, true>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
+                                  out.data_ptr<scalar_t>(), self.numel(), op, stream);
+    }
+  });
+  return out;
+}
+
+at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return binary_op_cuda(self, other, "add", [&](auto t) {
+    using Acc = at::opmath_type<decltype(t)>;
+    return AddOp<Acc>{alpha.to<Acc>()};
+  });
+}
+
+at::Tensor mul_cuda(const at::Tensor& self, const at::Tensor& other) {
+  return binary_op_cuda(self, other, "mul", [](auto) { return MulOp{}; });
+}
+
+at::Tensor sum_leading_cuda(const at::Tensor& self_in, const c10::optional<at::Tensor>& other_in,
+                            double alpha, c10::optional<at::ScalarType> dtype) {
+  check_sum_leading_args(self_in, other_in);
+  const at::ScalarType out_dtype = sum_leading_dtype(self_in, dtype);
+  const int64_t cols = self_in.size(-1);
+  at::Tensor out = at::empty({cols}, self_in.options().dtype(out_dtype));
+  if (self_in.numel() == 0) return out.zero_();
+  const c10::cuda::CUDAGuard guard(self_in.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor self = self_in.contiguous();
+  const at::Tensor other = other_in.has_value() ? other_in->contiguous() : at::Tensor();
+  // The finalize pass writes fp32 or self's dtype directly; any other dtype goes through an fp32
+  // (fp64 for double) buffer and a cast.
+  const bool direct = out_dtype == at::kFloat || out_dtype == self.scalar_type();
+  at::Tensor sum_acc =
+      direct ? out : at::empty({cols}, self.options().dtype(at::toOpMathType(self.scalar_type())));
+  CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "sum_leading_cuda", [&] {
+    const int64_t rows = num_rows(self);
+    if (other.defined()) {
+      launch_rowgrad<scalar_t, true, false>(self.const_data_ptr<scalar_t>(),
+                                            other.const_data_ptr<scalar_t>(), nullptr, false, nullptr,
+                                            sum_acc, alpha, rows, cols, ProductOp<true>{},
+                                            self.options(), stream, "sum_leading");
+    } else {
+      launch_rowgrad<scalar_t, false, false>(self.const_data_ptr<scalar_t>(), nullptr, nullptr,
+                                             false, nullptr, sum_acc, alpha, rows, cols,
+                                             ProductOp<false>{}, self.options(), stream,
+                                             "sum_leading");
+    }
+  });
+  if (!direct) out.copy_(sum_acc);
+  return out;
+}
+
+// ---- ladder --------------------------------------------------------------------------------
+
+// Step 2 (fused_scalar): one thread per element, one element per thread; the bias index is a
+// 64-bit modulo per element and every access is one element wide.
+template <typename T, typename Op>
+__global__ void fused_scalar_kernel(const T* __restrict__ x, const void* __restrict__ v,
+                                    bool v_is_float, T* __restrict__ out, int64_t numel,
+                                    int64_t cols, Op op) {
+  using Acc = at::opmath_type<T>;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= numel) return;
+  Acc b = Acc(0);
+  if (v != nullptr) {
+    const int64_t c = i % cols;
+    b = v_is_float ? Acc(static_cast<const float*>(v)[c]) : Acc(static_cast<const T*>(v)[c]);
+  }
+  out[i] = T(op(Acc(x[i]), b));
+}
+
+at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
+                                c10::string_view act_name, c10::string_view variant) {
+  constexpr const char* name = "ladder_bias_act";
+  const Act act = check_bias_act_args(x_in, bias_in, act_name, name);
+  CUDASTEPS_CHECK(variant == "unfused" || variant == "fused_scalar" || variant == "fused_vec16",
+                  name, "variant must be one of unfused, fused_scalar, fused_vec16, got '",
+                  std::string(variant), "'");
+  if (variant == "fused_vec16") return bias_act_cuda(x_in, bias_in, act_name);
+  at::Tensor out = at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
+  if (x_in.numel() == 0) return out;
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor x = x_in.contiguous();
+  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
+  const void* v = bias.defined() ? bias.const_data_ptr() : nullptr;
+  const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
+  CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "ladder_bias_act_cuda", [&] {
+    using Acc = at::opmath_type<scalar_t>;
+    dispatch_act(act, [&](auto a) {
+      if (variant == "fused_scalar") {
+        const int64_t grid = ceil_div<int64_t>(x.numel(), kThreads);
+        CUDASTEPS_CHECK(grid <= INT_MAX, name, "x is too large for the fused_scalar variant");
+        fused_scalar_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(
+            x.const_data_ptr<scalar_t>(), v, v_is_float, out.data_ptr<scalar_t>(), x.numel(),
+            num_cols(x), BiasActOp<decltype(a)::value>{});
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return;
+      }
+      // Step 1 (unfused): the bias add and the activation as two kernels, with a round trip of
+      // the intermediate through memory (as eager PyTorch runs F.gelu(x + b)).
+      const scalar_t* src = x.const_data_ptr<scalar_t>();
+      at::Tensor sum;  // x + bias, materialized
+      if (v != nullptr) {
+        sum = at::empty_like(x);
+        launch_rowvec<scalar_t>(src, v, v_is_float, sum.data_ptr<scalar_t>(), num_rows(x),
+                                num_cols(x), AddOp<Acc>{Acc(1)}, stream, name);
+        src = sum.const_data_ptr<scalar_t>();
+      }
+      launch_flat<scalar_t, false>(src, nullptr, out.data_ptr<scalar_t>(), x.numel(),
+                                   BiasActOp<decltype(a)::value>{}, stream);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+}  // namespace elementwise
+
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("bias_act", &elementwise::bias_act_cuda);
+  m.impl("bias_act_backward", &elementwise::bias_act_backward_cuda);
+  m.impl("add", &elementwise::add_cuda);
+  m.impl("mul", &elementwise::mul_cuda);
+  m.impl("sum_leading", &elementwise::sum_leading_cuda);
+  m.impl("ladder_bias_act", &elementwise::ladder_bias_act_cuda);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,368 @@
+"""cudasteps under DistributedDataParallel, and the drop-in modules of cudasteps.nn.
+
+CPU (CI): 2 processes with gloo, spawned by torch.multiprocessing on a free port chosen at run
+time. Checked for each model: the gradients after one DDP step equal the single-process
+gradients on the full batch; the parameters are bitwise identical across ranks after several
+steps; the cudasteps model's loss curve matches the torch.nn model's. Models:
+  torch          torch.nn.Linear + torch.nn.GELU (the reference)
+  cudasteps_act  torch.nn.Linear(bias=False) + cudasteps.nn.BiasAct (this family's ops alone)
+  cudasteps      cudasteps.nn.MLP (cudasteps.nn.Linear from the gemm family + BiasAct); runs when
+                 cudasteps.linear has a kernel for the device, and is skipped (with the reason)
+                 otherwise
+CUDA: the same with NCCL when two GPUs exist; on one GPU, the ops on a non-default stream, on
+cuda:1 where it exists, under autocast(bfloat16) and inside a torch.compile'd model.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import cudasteps
+import cudasteps.nn as cnn
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from _helpers import HAS_CUDA, make_tensor, rel_err, requires_cuda
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+import train_ddp  # noqa: E402
+
+DIMS = [8, 32, 32, 4]
+WORLD = 2
+
+
+def linear_kernel_reason(device_type: str) -> str:
+    key = "CPU" if device_type == "cpu" else "CUDA"
+    if torch._C._dispatch_has_kernel_for_dispatch_key("cudasteps::linear", key):
+        return ""
+    return f"cudasteps.linear has no {key} kernel in this build (the gemm family is not merged)"
+
+
+def build(impl: str, dims=DIMS, seed: int = 0) -> nn.Module:
+    if impl in ("torch", "cudasteps"):
+        return train_ddp.build_model(impl, dims, "gelu", seed=seed)
+    # cudasteps_act: the reference's Linear weights without bias, then a cudasteps BiasAct.
+    reference = train_ddp.build_model("torch", dims, "gelu", seed=seed)
+    linears = [m for m in reference if isinstance(m, nn.Linear)]
+    layers = []
+    for i, lin in enumerate(linears):
+        plain = nn.Linear(lin.in_features, lin.out_features, bias=False)
+        bias_act = cnn.BiasAct(lin.out_features, "gelu" if i < len(linears) - 1 else "none")
+        with torch.no_grad():
+            plain.weight.copy_(lin.weight)
+            bias_act.bias.copy_(lin.bias)
+        layers += [plain, bias_act]
+    return nn.Sequential(*layers)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank, world, port, backend, device_type, impls, out_dir):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    if device_type == "cuda":
+        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world)
+    x, y = train_ddp.make_data(512, DIMS[0], DIMS[-1], seed=0)
+    results = {}
+    for impl in impls:
+        r = {}
+        # 1. One DDP step on this rank's half of a batch vs one process on the whole batch.
+        model = build(impl).to(device)
+        ddp = DDP(model, device_ids=[rank] if device_type == "cuda" else None)
+        xb, yb = x[:64].to(device), y[:64].to(device)
+        F.cross_entropy(ddp(xb[rank::world]), yb[rank::world]).backward()
+        single = build(impl).to(device)
+        F.cross_entropy(single(xb), yb).backward()
+        r["grad_rel_err"] = max(
+            rel_err(p.grad, q.grad) for p, q in zip(model.parameters(), single.parameters())
+        )
+        # 2. Several epochs of SGD with a DistributedSampler: loss curve and final parameters.
+        model = build(impl).to(device)
+        ddp = DDP(model, device_ids=[rank] if device_type == "cuda" else None)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+        sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, seed=0)
+        loader = DataLoader(TensorDataset(x, y), batch_size=32, sampler=sampler, drop_last=True)
+        losses = []
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for xs, ys in loader:
+                loss = F.cross_entropy(ddp(xs.to(device)), ys.to(device))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                mean = loss.detach().clone()
+                dist.all_reduce(mean)
+                losses.append(mean.item() / world)
+        r["losses"] = losses
+        r["identical"] = train_ddp.params_identical(model)
+        results[impl] = r
+    torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.barrier()  # no rank tears the group down while another still uses it
+    dist.destroy_process_group()
+
+
+def run_ddp(backend: str, device_type: str, impls):
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(
+            _worker, args=(WORLD, free_port(), backend, device_type, impls, out_dir), nprocs=WORLD, join=True
+        )
+        return [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(WORLD)]
+
+
+def impls_for(device_type: str):
+    return ["torch", "cudasteps_act"] + ([] if linear_kernel_reason(device_type) else ["cudasteps"])
+
+
+@pytest.fixture(scope="module")
+def cpu_ddp_results():
+    return run_ddp("gloo", "cpu", impls_for("cpu"))
+
+
+def check_ddp_results(results, impls):
+    for impl in impls:
+        for rank_results in results:
+            r = rank_results[impl]
+            assert r["grad_rel_err"] <= 1e-5, (impl, r["grad_rel_err"])
+            assert r["identical"], impl
+        # Every rank logged the same (all-reduced) loss curve.
+        assert results[0][impl]["losses"] == results[1][impl]["losses"]
+        losses = torch.tensor(results[0][impl]["losses"])
+        assert losses[-8:].mean() < losses[:8].mean() * 0.8, losses  # it learns
+        if impl != "torch":
+            ref = torch.tensor(results[0]["torch"]["losses"])
+            assert torch.allclose(losses, ref, rtol=1e-3, atol=1e-5), (impl, (losses - ref).abs().max())
+
+
+@pytest.mark.parametrize("impl", ["torch", "cudasteps_act", "cudasteps"])
+def test_ddp_cpu_gloo(cpu_ddp_results, impl):
+    if impl == "cudasteps" and linear_kernel_reason("cpu"):
+        pytest.skip(linear_kernel_reason("cpu"))
+    check_ddp_results(cpu_ddp_results, ["torch", impl] if impl != "torch" else ["torch"])
+
+
+@pytest.mark.skipif(
+    not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
+    reason="needs two CUDA devices and NCCL (the nvidia-h200-x2 machine)",
+)
+def test_ddp_cuda_nccl():
+    impls = impls_for("cuda")
+    check_ddp_results(run_ddp("nccl", "cuda", impls), impls)
+
+
+def test_train_ddp_example_cpu():
+    """examples/train_ddp.py under torchrun (2 processes, gloo, --standalone picks a free port)."""
+    impl = "cudasteps" if not linear_kernel_reason("cpu") else "torch"
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "torch_ops"), os.environ.get("PYTHONPATH", "")]),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(ROOT / "examples" / "train_ddp.py"),
+        "--device",
+        "cpu",
+        "--impl",
+        impl,
+        "--epochs",
+        "2",
+        "--samples",
+        "1024",
+        "--dims",
+        "16,64,4",
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "epoch 1: loss" in proc.stdout and "final accuracy" in proc.stdout
+    assert "parameters identical across ranks" in proc.stdout
+
+
+# ---- cudasteps.nn modules -------------------------------------------------------------------
+
+
+def test_linear_drop_in_init_and_state_dict():
+    torch.manual_seed(3)
+    ref = nn.Linear(7, 5)
+    torch.manual_seed(3)
+    mine = cnn.Linear(7, 5)
+    assert list(dict(mine.named_parameters())) == ["weight", "bias"]
+    assert torch.equal(ref.weight, mine.weight) and torch.equal(ref.bias, mine.bias)
+    other = nn.Linear(7, 5)
+    mine.load_state_dict(other.state_dict())
+    assert torch.equal(mine.weight, other.weight)
+    ref.load_state_dict(cnn.Linear(7, 5).state_dict())  # and the reverse
+    assert cnn.Linear(3, 2, bias=False).bias is None
+    assert set(cnn.Linear(3, 2, bias=False).state_dict()) == set(nn.Linear(3, 2, bias=False).state_dict())
+    d = cnn.Linear(3, 2, dtype=torch.float64)
+    assert d.weight.dtype == torch.float64
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_cuda)])
+def test_linear_forward(device):
+    if linear_kernel_reason(device):
+        pytest.skip(linear_kernel_reason(device))
+    torch.manual_seed(0)
+    ref = nn.Linear(33, 17).to(device)
+    mine = cnn.Linear(33, 17).to(device)
+    mine.load_state_dict(ref.state_dict())
+    x = make_tensor((9, 33), device=device).requires_grad_(True)
+    x2 = x.detach().clone().requires_grad_(True)
+    assert rel_err(mine(x), ref(x2)) <= 1e-5
+    mine(x).sum().backward()
+    ref(x2).sum().backward()
+    assert rel_err(mine.weight.grad, ref.weight.grad) <= 1e-5 and rel_err(x.grad, x2.grad) <= 1e-5
+
+
+def test_activation_modules():
+    x = make_tensor((6, 10), low=-3, high=3)
+    assert rel_err(cnn.GELU()(x), F.gelu(x)) <= 1e-6
+    assert rel_err(cnn.GELU("tanh")(x), F.gelu(x, approximate="tanh")) <= 1e-6
+    assert rel_err(cnn.ReLU()(x), F.relu(x)) <= 1e-6
+    assert rel_err(cnn.SiLU()(x), F.silu(x)) <= 1e-6
+    m = cnn.BiasAct(10, "silu")
+    with torch.no_grad():
+        m.bias.uniform_(-1, 1)
+    assert rel_err(m(x), F.silu(x + m.bias)) <= 1e-6
+    with pytest.raises(ValueError, match="act must be one of"):
+        cnn.BiasAct(10, "tanh")
+
+
+def test_mlp_init_matches_torch():
+    torch.manual_seed(5)
+    ref = train_ddp.torch_mlp([8, 16, 4])
+    torch.manual_seed(5)
+    mine = cnn.MLP([8, 16, 4])
+    assert torch.equal(mine.layers[0].weight, ref[0].weight) and torch.equal(mine.layers[1].bias, ref[0].bias)
+    assert torch.equal(mine.layers[2].weight, ref[2].weight) and torch.equal(mine.layers[3].bias, ref[2].bias)
+    assert mine.layers[3].act == "none"
+
+
+# ---- one GPU: streams, cuda:1, autocast, torch.compile ------------------------------------------
+
+
+def gpu_model(device):
+    impl = "cudasteps" if not linear_kernel_reason("cuda") else "cudasteps_act"
+    return build(impl, [64, 256, 256, 10]).to(device)
+
+
+def fwd_bwd(model, x, y):
+    model.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+@requires_cuda
+def test_cuda_non_default_stream():
+    model = gpu_model("cuda")
+    x, y = train_ddp.make_data(512, 64, 10)
+    x, y = x.cuda(), y.cuda()
+    loss_ref, grads_ref = fwd_bwd(model, x, y)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        loss, grads = fwd_bwd(model, x, y)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    assert torch.equal(loss, loss_ref)
+    assert all(torch.equal(a, b) for a, b in zip(grads, grads_ref))
+
+
+@pytest.mark.skipif(
+    not HAS_CUDA or torch.cuda.device_count() < 2, reason="needs a second CUDA device (cuda:1)"
+)
+def test_cuda_device_1():
+    torch.cuda.set_device(0)  # the ops must follow the tensors' device, not the current one
+    x0 = make_tensor((300, 520), device="cuda:0", low=-2, high=2)
+    b0 = make_tensor((520,), device="cuda:0", seed=1)
+    x1, b1 = x0.to("cuda:1"), b0.to("cuda:1")
+    for out0, out1 in [
+        (cudasteps.bias_act(x0, b0, "gelu"), cudasteps.bias_act(x1, b1, "gelu")),
+        (cudasteps.add(x0, b0), cudasteps.add(x1, b1)),
+        (cudasteps.mul(x0, x0), cudasteps.mul(x1, x1)),
+        (
+            cudasteps.bias_act_backward(x0, x0, b0, "silu")[1],
+            cudasteps.bias_act_backward(x1, x1, b1, "silu")[1],
+        ),
+    ]:
+        assert out1.device == torch.device("cuda:1")
+        assert torch.equal(out0.cpu(), out1.cpu())
+    model = gpu_model("cuda:1")
+    x, y = train_ddp.make_data(256, 64, 10)
+    loss, grads = fwd_bwd(model, x.to("cuda:1"), y.to("cuda:1"))
+    assert all(g.device == torch.device("cuda:1") for g in grads)
+    assert torch.isfinite(loss)
+
+
+@requires_cuda
+def test_cuda_autocast_bf16():
+    """torch.nn.Linear under autocast feeds bf16 activations into BiasAct with its fp32 bias."""
+    model = build("cudasteps_act", [64, 256, 256, 10]).cuda()
+    x, y = train_ddp.make_data(512, 64, 10)
+    x, y = x.cuda(), y.cuda()
+    loss_ref, grads_ref = fwd_bwd(model, x, y)
+    model.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(x)
+        assert out.dtype == torch.bfloat16
+        loss = F.cross_entropy(out, y)
+    loss.backward()
+    for p, g_ref in zip(model.parameters(), grads_ref):
+        assert p.grad.dtype == torch.float32  # fp32 parameters get fp32 gradients
+        assert rel_err(p.grad, g_ref) <= 5e-2
+    assert abs(loss.item() - loss_ref.item()) <= 2e-2 * abs(loss_ref.item())
+
+
+@requires_cuda
+def test_cuda_autocast_cudasteps_mlp():
+    """cudasteps.nn.MLP under autocast: the fp32-only GEMM runs in fp32, so it matches fp32."""
+    if linear_kernel_reason("cuda"):
+        pytest.skip(linear_kernel_reason("cuda"))
+    model = build("cudasteps", [64, 256, 256, 10]).cuda()
+    x, y = train_ddp.make_data(512, 64, 10)
+    x, y = x.cuda(), y.cuda()
+    loss_ref, grads_ref = fwd_bwd(model, x, y)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(x.bfloat16())
+        assert out.dtype == torch.float32
+        loss = F.cross_entropy(out, y)
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    assert all(rel_err(p.grad, g) <= 2e-2 for p, g in zip(model.parameters(), grads_ref))
+
+
+@requires_cuda
+def test_cuda_compiled_model():
+    torch._dynamo.reset()
+    model = gpu_model("cuda")
+    x, y = train_ddp.make_data(512, 64, 10)
+    x, y = x.cuda(), y.cuda()
+    loss_ref, grads_ref = fwd_bwd(model, x, y)
+    compiled = torch.compile(model, fullgraph=True)
+    loss, grads = fwd_bwd(compiled, x, y)
+    assert rel_err(loss, loss_ref) <= 1e-5
+    assert all(rel_err(a, b) <= 1e-5 for a, b in zip(grads, grads_ref))

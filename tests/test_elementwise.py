@@ -1,0 +1,509 @@
+"""Tests for the elementwise family: bias_act (+ backward), add, mul, sum_leading, the ladder."""
+
+import cudasteps
+import pytest
+import torch
+import torch.nn.functional as F
+from _helpers import DEVICES, HAS_CUDA, make_tensor, misaligned, rel_err, requires_cuda
+
+ACTS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+# Relative error bounds vs a float64 reference computed from the same (rounded) inputs: the
+# kernels compute in fp32 and round once, so the error is about the output dtype's half-ulp.
+TOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+# Shapes not a multiple of any vector width or tile, plus sizes 0 and 1.
+SHAPES = [(1,), (7,), (1, 1), (3, 5), (4, 8), (5, 33), (2, 3, 17), (64, 130), (0, 5), (3, 0)]
+
+
+def ref_act(z, act):
+    if act == "none":
+        return z
+    if act == "relu":
+        return torch.relu(z)
+    if act == "gelu":
+        return F.gelu(z)
+    if act == "gelu_tanh":
+        return F.gelu(z, approximate="tanh")
+    return F.silu(z)
+
+
+def ref_bias_act(x, bias, act):
+    z = x.double() + (bias.double() if bias is not None else 0.0)
+    return ref_act(z, act)
+
+
+def ref_bias_act_grads(grad, x, bias, act):
+    xd = x.detach().double().requires_grad_(True)
+    bd = bias.detach().double().requires_grad_(True) if bias is not None else None
+    y = ref_act(xd + (bd if bd is not None else 0.0), act)
+    y.backward(grad.double())
+    return xd.grad, (bd.grad if bd is not None else None)
+
+
+def check_close(out, ref, dtype):
+    assert not torch.isnan(out.detach().double()).any()
+    assert rel_err(out, ref) <= TOL[dtype], rel_err(out, ref)
+
+
+# ---- bias_act forward -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ACTS)
+def test_bias_act_forward(device, dtype, act):
+    for i, shape in enumerate(SHAPES):
+        x = make_tensor(shape, dtype, device, seed=i, low=-3, high=3)
+        bias = make_tensor((shape[-1],), dtype, device, seed=100 + i)
+        for b in (bias, None):
+            out = cudasteps.bias_act(x, b, act)
+            assert out.shape == x.shape and out.dtype == dtype and out.is_contiguous()
+            if x.numel():
+                check_close(out, ref_bias_act(x, b, act), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_bias_act_fp32_bias(device, dtype):
+    """Autocast's case: activations in fp16/bf16, an fp32 bias parameter; fp32 math, x's dtype out."""
+    x = make_tensor((9, 24), dtype, device, low=-3, high=3)
+    bias = make_tensor((24,), torch.float32, device, seed=1)
+    out = cudasteps.bias_act(x, bias, "gelu")
+    assert out.dtype == dtype
+    check_close(out, ref_bias_act(x, bias, "gelu"), dtype)
+    grad = make_tensor((9, 24), dtype, device, seed=2)
+    gx, gb = cudasteps.bias_act_backward(grad, x, bias, "gelu")
+    rgx, rgb = ref_bias_act_grads(grad, x, bias, "gelu")
+    assert gx.dtype == dtype and gb.dtype == torch.float32
+    check_close(gx, rgx, dtype)
+    assert rel_err(gb, rgb) <= 1e-2  # grad_x rounded per element is not what is summed: fp32 sums
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bias_act_layouts(device, dtype):
+    """Non-contiguous views, storage offsets (misaligned data pointers), strided bias."""
+    base = make_tensor((40, 66), dtype, device, low=-3, high=3)
+    bias_base = make_tensor((132,), dtype, device, seed=3)
+    views = [
+        base.t(),
+        base[:, 1:],
+        base[::2, ::3],
+        misaligned((13, 24), dtype, device, offset=1),
+        misaligned((13, 24), dtype, device, offset=3),
+    ]
+    for x in views:
+        n = x.shape[-1]
+        for bias in (bias_base[:n], bias_base[1 : n + 1], bias_base[: 2 * n : 2]):
+            out = cudasteps.bias_act(x, bias, "silu")
+            check_close(out, ref_bias_act(x, bias, "silu"), dtype)
+            grad = make_tensor(x.shape, dtype, device, seed=4).t().contiguous().t()  # non-contiguous grad
+            gx, gb = cudasteps.bias_act_backward(grad, x, bias, "silu")
+            rgx, rgb = ref_bias_act_grads(grad, x, bias, "silu")
+            check_close(gx, rgx, dtype)
+            assert rel_err(gb, rgb) <= TOL[dtype] * 4
+
+
+# ---- bias_act backward ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ACTS)
+def test_bias_act_backward_op(device, dtype, act):
+    for i, shape in enumerate(SHAPES):
+        x = make_tensor(shape, dtype, device, seed=i, low=-3, high=3)
+        grad = make_tensor(shape, dtype, device, seed=50 + i)
+        bias = make_tensor((shape[-1],), dtype, device, seed=100 + i)
+        gx, gb = cudasteps.bias_act_backward(grad, x, bias, act)
+        assert gx.shape == x.shape and gb.shape == bias.shape and gb.dtype == dtype
+        gx2, gb2 = cudasteps.bias_act_backward(grad, x, None, act)
+        assert gb2 is None
+        if x.numel() == 0:
+            assert (gb == 0).all()
+            continue
+        rgx, rgb = ref_bias_act_grads(grad, x, bias, act)
+        check_close(gx, rgx, dtype)
+        # grad_bias sums fp32 values before rounding: error of order the output rounding.
+        if rgb.norm() > 0:
+            assert rel_err(gb, rgb) <= TOL[dtype] * 4, rel_err(gb, rgb)
+        rgx2, _ = ref_bias_act_grads(grad, x, None, act)
+        check_close(gx2, rgx2, dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act", ACTS)
+def test_bias_act_autograd_matches_torch(device, act):
+    x = make_tensor((6, 19), torch.float32, device, low=-3, high=3).requires_grad_(True)
+    bias = make_tensor((19,), torch.float32, device, seed=1).requires_grad_(True)
+    grad = make_tensor((6, 19), torch.float32, device, seed=2)
+    cudasteps.bias_act(x, bias, act).backward(grad)
+    rgx, rgb = ref_bias_act_grads(grad, x, bias, act)
+    assert rel_err(x.grad, rgx) <= 1e-5 and rel_err(bias.grad, rgb) <= 1e-5
+    # Only x requires grad; only bias requires grad.
+    x2 = x.detach().requires_grad_(True)
+    cudasteps.bias_act(x2, bias.detach(), act).backward(grad)
+    assert rel_err(x2.grad, rgx) <= 1e-5
+    b2 = bias.detach().requires_grad_(True)
+    cudasteps.bias_act(x.detach(), b2, act).backward(grad)
+    assert rel_err(b2.grad, rgb) <= 1e-5
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_bias_act_gradcheck(act):
+    x = make_tensor((4, 7), torch.float64, low=-2, high=2).requires_grad_(True)
+    bias = make_tensor((7,), torch.float64, seed=1).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda a, b: cudasteps.bias_act(a, b, act), (x, bias))
+    assert torch.autograd.gradcheck(lambda a: cudasteps.bias_act(a, None, act), (x,))
+
+
+def test_bias_act_saves_only_inputs():
+    """The forward saves x and bias, no intermediate (x + bias or the activation)."""
+    x = make_tensor((8, 16), low=-2, high=2).requires_grad_(True)
+    bias = make_tensor((16,), seed=1).requires_grad_(True)
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = cudasteps.bias_act(x, bias, "gelu")
+    assert len(saved) == 2
+    assert all(s is x or s is bias or (s.data_ptr() in (x.data_ptr(), bias.data_ptr())) for s in saved)
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bias_grad_deterministic(device):
+    x = make_tensor((777, 96), torch.float32, device, low=-3, high=3)
+    grad = make_tensor((777, 96), torch.float32, device, seed=1)
+    bias = make_tensor((96,), torch.float32, device, seed=2)
+    gb1 = cudasteps.bias_act_backward(grad, x, bias, "gelu")[1]
+    gb2 = cudasteps.bias_act_backward(grad, x, bias, "gelu")[1]
+    assert torch.equal(gb1, gb2)
+
+
+# ---- add / mul / sum_leading ---------------------------------------------------------------
+
+
+def ref_binary(name, a, b, alpha=1.0):
+    ad, bd = a.double(), b.double()
+    return ad + alpha * bd if name == "add" else ad * bd
+
+
+def run_binary(name, a, b, alpha=1.0):
+    return cudasteps.add(a, b, alpha=alpha) if name == "add" else cudasteps.mul(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_binary_forward(device, dtype, name):
+    for i, shape in enumerate(SHAPES + [(), (1000003,)]):
+        a = make_tensor(shape, dtype, device, seed=i)
+        same = make_tensor(shape, dtype, device, seed=20 + i)
+        cases = [same]
+        if len(shape) >= 1:
+            cases.append(make_tensor((shape[-1],), dtype, device, seed=40 + i))
+            cases.append(make_tensor((shape[-1],), torch.float32, device, seed=60 + i))
+        for b in cases:
+            if b.dim() == 1 and b.shape == a.shape and b.dtype != a.dtype:
+                continue  # a 1-D self takes a same-shape other: dtypes must match
+            out = run_binary(name, a, b, alpha=0.75)
+            assert out.shape == a.shape and out.dtype == dtype
+            if a.numel():
+                check_close(out, ref_binary(name, a, b, 0.75), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_binary_layouts(device, name):
+    base = make_tensor((30, 42), torch.float16, device)
+    other_base = make_tensor((30, 42), torch.float16, device, seed=1)
+    for a, b in [
+        (base.t(), other_base.t()),
+        (base[:, 3:], other_base[:, :-3]),
+        (
+            misaligned((7, 9), torch.float16, device),
+            misaligned((7, 9), torch.float16, device, seed=2, offset=5),
+        ),
+        (base[1:, 2:], other_base[0, 1:-1]),
+    ]:
+        check_close(run_binary(name, a, b, 2.0), ref_binary(name, a, b, 2.0), torch.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+@pytest.mark.parametrize("per_feature", [False, True])
+def test_binary_autograd(device, name, per_feature):
+    a = make_tensor((5, 3, 11), torch.float32, device).requires_grad_(True)
+    b = make_tensor((11,) if per_feature else (5, 3, 11), torch.float32, device, seed=1).requires_grad_(True)
+    grad = make_tensor((5, 3, 11), torch.float32, device, seed=2)
+    run_binary(name, a, b, alpha=-1.5).backward(grad)
+    ad, bd = a.detach().double().requires_grad_(True), b.detach().double().requires_grad_(True)
+    ref_binary(name, ad, bd, -1.5).backward(grad.double())
+    assert rel_err(a.grad, ad.grad) <= 1e-6 and rel_err(b.grad, bd.grad) <= 1e-6
+
+
+@pytest.mark.parametrize("name", ["add", "mul"])
+@pytest.mark.parametrize("per_feature", [False, True])
+def test_binary_gradcheck(name, per_feature):
+    a = make_tensor((4, 6), torch.float64).requires_grad_(True)
+    b = make_tensor((6,) if per_feature else (4, 6), torch.float64, seed=1).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda p, q: run_binary(name, p, q, alpha=0.5), (a, b))
+
+
+def test_mul_double_backward():
+    a = make_tensor((3, 4), torch.float64).requires_grad_(True)
+    b = make_tensor((3, 4), torch.float64, seed=1).requires_grad_(True)
+    assert torch.autograd.gradgradcheck(lambda p, q: cudasteps.mul(p, q), (a, b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_leading(device, dtype):
+    for i, shape in enumerate([(1,), (5,), (3, 7), (2, 9, 40), (300, 17), (0, 4)]):
+        a = make_tensor(shape, dtype, device, seed=i)
+        b = make_tensor(shape, dtype, device, seed=10 + i)
+        lead = tuple(range(len(shape) - 1))
+        for other in (b, None):
+            ref = a.double() * (other.double() if other is not None else 1.0)
+            ref = (ref.sum(dim=lead) if lead else ref) * 0.5
+            out = cudasteps.sum_leading(a, other, alpha=0.5, dtype=torch.float32)
+            assert out.shape == (shape[-1],) and out.dtype == torch.float32
+            assert rel_err(out, ref) <= 1e-5 or ref.numel() == 0 or ref.norm() == 0
+        assert cudasteps.sum_leading(a).dtype == dtype
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors(device):
+    x = make_tensor((4, 6), torch.float32, device)
+    b = make_tensor((6,), torch.float32, device)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.bias_act: x must be Float or Half or BFloat16 or Double, got Int"
+    ):
+        cudasteps.bias_act(x.int(), b, "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'",
+    ):
+        cudasteps.bias_act(x, b, "tanh")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]",
+    ):
+        cudasteps.bias_act(x, b[:5], "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[1, 6\]",
+    ):
+        cudasteps.bias_act(x, b[None], "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: bias must have the dtype of x \(BFloat16\) or Float, got Half",
+    ):
+        cudasteps.bias_act(x.bfloat16(), b.half(), "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act: x must have at least 1 dimension when bias is given, got a 0-D tensor",
+    ):
+        cudasteps.bias_act(x[0, 0], b[:1], "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act_backward: grad must have the shape of x \[4, 6\], got \[4, 5\]",
+    ):
+        cudasteps.bias_act_backward(x[:, :5], x, b, "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.bias_act_backward: grad must have the dtype of x \(Float\), got Double",
+    ):
+        cudasteps.bias_act_backward(x.double(), x, b, "gelu")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+    ):
+        cudasteps.add(x, x[:, 0])
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(Float\), got Double"
+    ):
+        cudasteps.mul(x, x.double())
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+    ):
+        cudasteps.mul(x.bfloat16(), b.half())
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.add: self must be Float or Half or BFloat16 or Double, got Long"
+    ):
+        cudasteps.add(x.long(), x.long())
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.sum_leading: other must have the shape of self \[4, 6\], got \[6\]"
+    ):
+        cudasteps.sum_leading(x, b)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"
+    ):
+        cudasteps.sum_leading(x[0, 0])
+    if device == "cuda":
+        with pytest.raises(
+            RuntimeError, match=r"cudasteps.bias_act: bias must be on x's device \(cuda:0\), got cpu"
+        ):
+            cudasteps.bias_act(x, b.cpu(), "gelu")
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.ladder_bias_act: variant must be one of unfused, fused_scalar, fused_vec16, got 'fast'",  # noqa: E501
+        ):
+            cudasteps.ladder.run("elementwise", "fast", x, b, "gelu")
+
+
+def test_fake_errors_match():
+    """The fake kernels reject the same inputs with the same messages (torch.compile runs only them)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(4, 6)
+        b = torch.empty(6)
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.bias_act: bias must have shape \[6\] \(the last dimension of x\), got \[5\]",
+        ):
+            torch.ops.cudasteps.bias_act(x, b[:5], "gelu")
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.bias_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'",
+        ):
+            torch.ops.cudasteps.bias_act(x, b, "tanh")
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+        ):
+            torch.ops.cudasteps.add(x, x[:, 0])
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+        ):
+            torch.ops.cudasteps.mul(x.bfloat16(), b.half())
+        with pytest.raises(
+            RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"
+        ):
+            torch.ops.cudasteps.sum_leading(x[0, 0])
+
+
+# ---- opcheck / compile ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck(device, requires_grad):
+    x = make_tensor((5, 12), torch.float32, device, low=-2, high=2).requires_grad_(requires_grad)
+    b = make_tensor((12,), torch.float32, device, seed=1).requires_grad_(requires_grad)
+    xb = make_tensor((5, 12), torch.bfloat16, device).requires_grad_(requires_grad)
+    ops = torch.ops.cudasteps
+    torch.library.opcheck(ops.bias_act, (x, b, "gelu"))
+    torch.library.opcheck(ops.bias_act, (x, None, "silu"))
+    torch.library.opcheck(ops.bias_act, (xb, b, "gelu_tanh"))
+    torch.library.opcheck(ops.add, (x, b), {"alpha": 2})
+    torch.library.opcheck(ops.add, (x, x.detach() * 2))
+    torch.library.opcheck(ops.mul, (x, b))
+    torch.library.opcheck(ops.mul, (xb, b))
+    g = make_tensor((5, 12), torch.float32, device, seed=3)
+    torch.library.opcheck(ops.bias_act_backward, (g, x.detach(), b.detach(), "gelu"))
+    torch.library.opcheck(ops.bias_act_backward, (g, x.detach(), None, "relu"))
+    torch.library.opcheck(ops.sum_leading, (g, x.detach()), {"alpha": 0.5, "dtype": torch.float32})
+    if device == "cuda":
+        torch.library.opcheck(ops.ladder_bias_act, (x.detach(), b.detach(), "gelu", "unfused"))
+
+
+def test_compile_fullgraph_cpu():
+    """torch.compile(fullgraph=True) traces bias_act and add forward and backward (fake kernels)."""
+    torch._dynamo.reset()
+
+    def f(x, b, v):
+        return cudasteps.add(cudasteps.bias_act(x, b, "gelu"), v, alpha=2).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = make_tensor((6, 10), low=-2, high=2).requires_grad_(True)
+    b = make_tensor((10,), seed=1).requires_grad_(True)
+    v = make_tensor((10,), seed=2).requires_grad_(True)
+    out = compiled(x, b, v)
+    out.backward()
+    grads = [t.grad.clone() for t in (x, b, v)]
+    for t in (x, b, v):
+        t.grad = None
+    f(x, b, v).backward()
+    for got, t in zip(grads, (x, b, v)):
+        assert torch.allclose(got, t.grad)
+
+
+# ---- CUDA-only: big shapes, ladder, gradients vs torch ------------------------------------------
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", cudasteps.ladder.variants("elementwise") if HAS_CUDA else ["unfused"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_ladder_variants(variant, dtype):
+    for shape in [(1,), (3, 5), (257, 1000), (64, 8192), (5, 7, 33)]:
+        x = make_tensor(shape, dtype, "cuda", low=-3, high=3)
+        b = make_tensor((shape[-1],), dtype, "cuda", seed=1)
+        for act in ACTS:
+            out = cudasteps.ladder.run("elementwise", variant, x, b, act)
+            check_close(out, ref_bias_act(x, b, act), dtype)
+        check_close(
+            cudasteps.ladder.run("elementwise", variant, x, None, "gelu"),
+            ref_bias_act(x, None, "gelu"),
+            dtype,
+        )
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2048, 8192), (1, 100000), (100000, 3), (4097, 1025), (33, 65537)])
+def test_cuda_big_vs_torch(dtype, shape):
+    """Gradients vs PyTorch's on CUDA, on shapes that hit every grid/vector path."""
+    x = make_tensor(shape, dtype, "cuda", low=-3, high=3).requires_grad_(True)
+    b = make_tensor((shape[-1],), dtype, "cuda", seed=1).requires_grad_(True)
+    grad = make_tensor(shape, dtype, "cuda", seed=2)
+    y = cudasteps.bias_act(x, b, "gelu")
+    y.backward(grad)
+    xr = x.detach().double().requires_grad_(True)
+    br = b.detach().double().requires_grad_(True)
+    F.gelu(xr + br).backward(grad.double())
+    check_close(y, F.gelu(xr + br), dtype)
+    check_close(x.grad, xr.grad, dtype)
+    assert rel_err(b.grad, br.grad) <= TOL[dtype] * 4
+    # Bitwise reproducible bias gradient.
+    gb = cudasteps.bias_act_backward(grad, x.detach(), b.detach(), "gelu")[1]
+    assert torch.equal(gb, cudasteps.bias_act_backward(grad, x.detach(), b.detach(), "gelu")[1])
+
+
+@requires_cuda
+def test_cuda_add_mul_large():
+    a = make_tensor((3, 1 << 22), torch.float32, "cuda")
+    b = make_tensor((3, 1 << 22), torch.float32, "cuda", seed=1)
+    assert torch.equal(cudasteps.add(a, b, alpha=1), a + b)
+    assert torch.equal(cudasteps.mul(a, b), a * b)
+    v = make_tensor((1 << 22,), torch.float32, "cuda", seed=2)
+    assert torch.equal(cudasteps.mul(a, v), a * v)
+
+
+@requires_cuda
+def test_cuda_stream_and_autocast():
+    s = torch.cuda.Stream()
+    x = make_tensor((300, 520), torch.float32, "cuda", low=-2, high=2)
+    b = make_tensor((520,), torch.float32, "cuda", seed=1)
+    ref = cudasteps.bias_act(x, b, "gelu")
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        out = cudasteps.bias_act(x, b, "gelu")
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(out, ref)
+    w = make_tensor((520, 520), torch.float32, "cuda", seed=2)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        h = x @ w  # bf16 under autocast, the bias stays fp32
+        y = cudasteps.bias_act(h, b, "gelu")
+    assert y.dtype == torch.bfloat16
+    check_close(y, ref_bias_act(h, b, "gelu"), torch.bfloat16)

@@ -1,0 +1,183 @@
+"""Drop-in modules built on cudasteps ops, for models (and DDP training: examples/train_ddp.py).
+
+* :class:`Linear`: a drop-in for ``torch.nn.Linear`` (same constructor, parameters ``weight`` and
+  ``bias``, initialisation and ``state_dict``), running ``torch.ops.cudasteps.linear``.
+* :class:`BiasAct`: ``act(x + bias)`` with a learnable bias, one fused kernel each way.
+* :class:`GELU`, :class:`ReLU`, :class:`SiLU`: bias-free activations (``bias_act`` with no bias).
+* :class:`MLP`: ``Linear(bias=False) -> BiasAct`` per layer, so that each bias add is fused into
+  the activation that follows it (and into its backward's bias-gradient reduction) instead of
+  being a separate pass in the matmul epilogue plus a separate activation pass.
+
+Autocast: ``cudasteps.linear`` is an fp32 SIMT GEMM (the gemm family; no fp16/bf16), so under
+``torch.autocast`` a :class:`Linear` runs in fp32, as autocast runs the ops of its fp32 list: a
+half-precision input is upcast and the output is fp32. The elementwise modules take whatever
+dtype arrives: a bf16 activation from a ``torch.nn.Linear`` under autocast meets the fp32 bias of
+:class:`BiasAct` in one kernel (fp32 math, bf16 out), with no cast of the bias.
+"""
+
+import math
+from typing import Optional, Sequence
+
+import torch
+from torch import nn
+
+from . import elementwise as _ew
+
+__all__ = ["Linear", "BiasAct", "GELU", "ReLU", "SiLU", "MLP"]
+
+
+def _autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
+    """The autocast dtype active for ``device``'s type, or None when autocast is off there."""
+    device_type = device.type
+    if device_type not in ("cuda", "cpu"):
+        return None
+    if not torch.is_autocast_enabled(device_type):
+        return None
+    return torch.get_autocast_dtype(device_type)
+
+
+class Linear(nn.Module):
+    """``y = x @ weight.T + bias``: a drop-in for ``torch.nn.Linear`` running ``cudasteps.linear``.
+
+    fp32 (and fp64); under autocast it computes in fp32 and returns fp32. Same constructor
+    arguments (``in_features, out_features, bias=True, device=None, dtype=None``), parameter
+    names, initialisation (``reset_parameters``) and ``state_dict`` keys, so state dicts load
+    both ways between this and ``torch.nn.Linear``.
+    """
+
+    __constants__ = ["in_features", "out_features"]
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), **factory_kwargs))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features, **factory_kwargs))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # Exactly torch.nn.Linear.reset_parameters (same RNG draws, in the same order).
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = nn.init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.weight
+        if (
+            x.dtype != weight.dtype
+            and _autocast_dtype(x.device) is not None
+            and x.dtype in (torch.float16, torch.bfloat16)
+            and weight.dtype == torch.float32
+        ):
+            x = x.float()  # the fp32-only GEMM under autocast: run in fp32 (see the module docstring)
+        return torch.ops.cudasteps.linear(x, weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        )
+
+
+class BiasAct(nn.Module):
+    """``act(x + bias)`` over the last dimension (``features``), one fused cudasteps kernel.
+
+    ``act`` is one of ``none, relu, gelu, gelu_tanh, silu``. The bias starts at zero (call
+    :meth:`reset_parameters` with ``fan_in`` to draw it as ``torch.nn.Linear`` draws its bias).
+    """
+
+    def __init__(self, features: int, act: str = "gelu", device=None, dtype=None):
+        super().__init__()
+        if act not in _ew.ACTIVATIONS:
+            raise ValueError(f"act must be one of {', '.join(_ew.ACTIVATIONS)}, got '{act}'")
+        self.features = features
+        self.act = act
+        self.bias = nn.Parameter(torch.zeros(features, device=device, dtype=dtype))
+
+    def reset_parameters(self, fan_in: int = 0) -> None:
+        """Zero the bias, or draw it from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) when fan_in > 0."""
+        with torch.no_grad():
+            if fan_in > 0:
+                bound = 1 / math.sqrt(fan_in)
+                nn.init.uniform_(self.bias, -bound, bound)
+            else:
+                self.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _ew.bias_act(x, self.bias, self.act)
+
+    def extra_repr(self) -> str:
+        return f"features={self.features}, act={self.act}"
+
+
+class _Act(nn.Module):
+    _act = "none"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _ew.bias_act(x, None, self._act)
+
+
+class GELU(_Act):
+    """``F.gelu(x)`` (erf form; ``approximate="tanh"`` selects the tanh form), via ``bias_act``."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"approximate must be 'none' or 'tanh', got '{approximate}'")
+        self.approximate = approximate
+        self._act = "gelu" if approximate == "none" else "gelu_tanh"
+
+
+class ReLU(_Act):
+    """``F.relu(x)`` via ``bias_act`` (out of place only)."""
+
+    _act = "relu"
+
+
+class SiLU(_Act):
+    """``F.silu(x)`` via ``bias_act`` (out of place only)."""
+
+    _act = "silu"
+
+
+class MLP(nn.Module):
+    """A multilayer perceptron ``dims[0] -> dims[1] -> ... -> dims[-1]``.
+
+    Each layer is ``Linear(dims[i], dims[i+1], bias=False)`` followed by ``BiasAct(dims[i+1],
+    act)`` (``act="none"`` for the last layer, which outputs logits), so the bias add costs no
+    pass of its own, forward or backward. Parameters are initialised as a stack of
+    ``torch.nn.Linear`` + activation would be (each bias from U(+-1/sqrt(fan_in))), and
+    :meth:`load_from_torch_linears` copies the weights and biases of such a stack in.
+    """
+
+    def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None):
+        super().__init__()
+        if len(dims) < 2:
+            raise ValueError(f"dims must list at least an input and an output size, got {list(dims)}")
+        layers = []
+        for i in range(len(dims) - 1):
+            layer_act = act if i < len(dims) - 2 else "none"
+            linear = Linear(dims[i], dims[i + 1], bias=False, device=device, dtype=dtype)
+            bias_act = BiasAct(dims[i + 1], layer_act, device=device, dtype=dtype)
+            bias_act.reset_parameters(fan_in=dims[i])
+            layers += [linear, bias_act]
+        self.layers = nn.Sequential(*layers)
+        self.dims = list(dims)
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+    def load_from_torch_linears(self, linears: Sequence[nn.Linear]) -> None:
+        """Copy weight and bias of each ``torch.nn.Linear`` in ``linears`` (in order) into this MLP."""
+        if len(linears) != len(self.dims) - 1:
+            raise ValueError(f"expected {len(self.dims) - 1} linear layers, got {len(linears)}")
+        with torch.no_grad():
+            for i, lin in enumerate(linears):
+                self.layers[2 * i].weight.copy_(lin.weight)
+                self.layers[2 * i + 1].bias.copy_(lin.bias)
