@@ -82,6 +82,13 @@ fi
 
 if want bench; then
   step bench "${BENCH_TIMEOUT:-900}" make bench BENCH_ARGS="${BENCH_ARGS:-}"
+  # The ncu counters of the ladders go into the results page next to the timings.
+  for md in "$RESULTS_DIR"/*.md; do
+    for log in "$LOGS"/ncu_*.log; do
+      [ -e "$md" ] && [ -e "$log" ] || continue
+      "$PY" scripts/ncu_table.py "$log" "benchmarks/$(basename "$log" .log).py" >>"$md"
+    done
+  done
   tail -n 150 "$LOGS/bench.log" | grep -E "^\|" | head -n 150
 fi
 

@@ -267,11 +267,15 @@ def test_transpose_cuda_shapes(dtype):
 
 
 @requires_cuda
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16])
-def test_transpose_cuda_packed_and_unpacked_paths(dtype):
-    # Packed (4-byte words) needs M, N, strides and pointers to be multiples of 4 bytes; each
-    # condition broken alone must fall back to the element path and still be right.
-    k = 4 // torch.empty((), dtype=dtype).element_size()
+@pytest.mark.parametrize(
+    "dtype, word_bytes",
+    [(torch.uint8, 4), (torch.float16, 8), (torch.float16, 4), (torch.float32, 8), (torch.bfloat16, 8)],
+)
+def test_transpose_cuda_packed_and_unpacked_paths(dtype, word_bytes):
+    # Packed words (4 bytes for uint8, 8 for 2- and 4-byte elements) need M, N, strides and
+    # pointers to be multiples of the word; each condition broken alone must fall back to a
+    # narrower word and still be right.
+    k = word_bytes // torch.empty((), dtype=dtype).element_size()
     cases = [
         make_tensor((64 * k, 32 * k), dtype, "cuda"),  # packed, whole tiles
         make_tensor((3 * k + 4 * 64, 5 * k), dtype, "cuda"),  # packed, partial tiles

@@ -2,13 +2,13 @@
 //
 // Final kernel (transpose_final_kernel). The matrix is moved in *words*: what one thread loads or
 // stores in one global access.
-//   - 4-byte elements: a word is one element. 8-byte elements: one 8-byte element.
-//   - 1- and 2-byte elements: a word is 4 bytes holding K = 4 / elem_size elements of one row. A
-//     thread loads K words from K consecutive input rows (a K x K micro-block), transposes the
-//     micro-block in registers (shifts and masks; the compiler emits PRMT), and so holds K words of
-//     K consecutive *output* rows. Global accesses stay 4 bytes wide for uint8 and bf16.
-//     This needs M, N, the input strides and both pointers to be multiples of 4 bytes; otherwise
-//     the same kernel runs with one element per word (narrower accesses, still correct).
+//   - 8-byte elements: a word is one element.
+//   - 4- and 2-byte elements: a word is 8 bytes holding K = 8 / elem_size elements of one row;
+//     1-byte elements: 4-byte words, K = 4. A thread loads K words from K consecutive input rows
+//     (a K x K micro-block), transposes the micro-block in registers (shifts and masks), and so
+//     holds K words of K consecutive *output* rows.
+//     This needs M, N, the input strides and both pointers to be multiples of the word; otherwise
+//     the same kernel runs with narrower words (down to one element per word: still correct).
 // A tile is kTileWordCols (32) words of input row, so that one warp reads one 128-byte (256-byte
 // for 8-byte elements) row segment per load instruction, by kMicroRows micro-block rows. It sits
 // in shared memory already transposed, as kTileWordCols * K output rows of kMicroRows words, so a
@@ -23,9 +23,9 @@
 // For 8-byte words each half-warp is one shared-memory wavefront, and 16 consecutive lanes still
 // map to 16 distinct bank pairs. No padding is needed, so each row stays 16-byte aligned.
 //
-// Bytes in flight. Every thread issues all its loads (32 bytes for E = 2, 4, 8; 64 bytes for E = 1)
-// before its first shared store; with ~6 resident 256-thread blocks per SM that is ~48 KiB per SM,
-// about twice what Little's law asks of 3 TB/s at ~1 us DRAM latency over 132 SMs.
+// Bytes in flight. Every thread issues all its loads (4 x K words: 64 bytes for 8-byte words with
+// K = 2, 128 with K = 4) before its first shared store, well above the ~25 KiB per SM that Little's
+// law asks of 3 TB/s at ~1 us DRAM latency.
 //
 // Tiles are numbered (matrix, tile row, tile column) along blockIdx.x with a grid-stride loop, so
 // no grid dimension is limited to 65535 and there is no block-index swap to get wrong: each block
@@ -191,18 +191,24 @@ void launch_final(const at::Tensor& out, const at::Tensor& self, const Transpose
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Micro-block rows per tile. 4-byte elements: 64, so each thread keeps 8 loads (32 bytes) in flight
-// and a warp's store covers 128 of a 256-byte output row segment. Packed 1- and 2-byte elements:
-// 32 (each thread already loads 4 x K words). 8-byte elements: 32 (4 x 8 bytes per thread).
-constexpr int kMicroRows4 = 64;
-constexpr int kMicroRowsOther = 32;
+// Micro-block rows per tile: 32, so each thread issues 4 x K word loads before its first shared
+// store.
+constexpr int kMicroRows = 32;
 
-// True when 1- or 2-byte elements can travel packed in 4-byte words.
-bool packable(const at::Tensor& self, const TransposeProblem& p, const at::Tensor& out) {
-  const int64_t k = 4 / self.element_size();
+// Word width. A warp's load is 32 words of one input row, so 8-byte words move 256-byte row
+// segments and 4-byte words 128-byte ones. Measured on the H100 at 8192^2 (first GPU run):
+// fp64 (8-byte words) reached 96% of copy bandwidth while fp32 in 4-byte words reached 68% and
+// bf16 in packed 4-byte words 69%, so 4- and 2-byte elements travel packed in 8-byte words
+// (K = 2 or 4 per word) whenever the layout allows it.
+//
+// True when elements of `self` can travel packed, `word_bytes` per access: every row and the
+// batch stride hold whole words, and both pointers are word-aligned.
+bool packable(const at::Tensor& self, const TransposeProblem& p, const at::Tensor& out,
+              int word_bytes) {
+  const int64_t k = word_bytes / self.element_size();
   return p.rows % k == 0 && p.cols % k == 0 && p.in_row_stride % k == 0 &&
-         (p.batch == 1 || p.in_batch_stride % k == 0) && is_aligned(self.const_data_ptr(), 4) &&
-         is_aligned(out.data_ptr(), 4);
+         (p.batch == 1 || p.in_batch_stride % k == 0) && is_aligned(self.const_data_ptr(), word_bytes) &&
+         is_aligned(out.data_ptr(), word_bytes);
 }
 
 void run_cuda_kernel(const at::Tensor& out, const at::Tensor& self, const TransposeProblem& p) {
@@ -210,13 +216,16 @@ void run_cuda_kernel(const at::Tensor& out, const at::Tensor& self, const Transp
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   switch (self.element_size()) {
     case 1:
-      if (packable(self, p, out)) return launch_final<uint8_t, uint32_t, kMicroRowsOther>(out, self, p, stream);
-      return launch_final<uint8_t, uint8_t, kMicroRowsOther>(out, self, p, stream);
+      if (packable(self, p, out, 4)) return launch_final<uint8_t, uint32_t, kMicroRows>(out, self, p, stream);
+      return launch_final<uint8_t, uint8_t, kMicroRows>(out, self, p, stream);
     case 2:
-      if (packable(self, p, out)) return launch_final<uint16_t, uint32_t, kMicroRowsOther>(out, self, p, stream);
-      return launch_final<uint16_t, uint16_t, kMicroRowsOther>(out, self, p, stream);
-    case 4: return launch_final<uint32_t, uint32_t, kMicroRows4>(out, self, p, stream);
-    case 8: return launch_final<uint64_t, uint64_t, kMicroRowsOther>(out, self, p, stream);
+      if (packable(self, p, out, 8)) return launch_final<uint16_t, uint64_t, kMicroRows>(out, self, p, stream);
+      if (packable(self, p, out, 4)) return launch_final<uint16_t, uint32_t, kMicroRows>(out, self, p, stream);
+      return launch_final<uint16_t, uint16_t, kMicroRows>(out, self, p, stream);
+    case 4:
+      if (packable(self, p, out, 8)) return launch_final<uint32_t, uint64_t, kMicroRows>(out, self, p, stream);
+      return launch_final<uint32_t, uint32_t, kMicroRows>(out, self, p, stream);
+    case 8: return launch_final<uint64_t, uint64_t, kMicroRows>(out, self, p, stream);
     default: TORCH_INTERNAL_ASSERT(false, "element size checked before");
   }
 }
