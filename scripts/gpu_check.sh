@@ -51,7 +51,8 @@ want build && step build 600 make build
 SO=$(ls torch_ops/cudasteps/_C*.so 2>/dev/null | head -n1)
 
 if want test; then
-  step test "${TEST_TIMEOUT:-600}" "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$LOGS/junit.xml"
+  # TEST_ARGS narrows the run (e.g. "tests/test_gemm.py"); the default is the whole suite.
+  step test "${TEST_TIMEOUT:-600}" "$PY" -m pytest -q -ra -p no:cacheprovider --junitxml="$LOGS/junit.xml" ${TEST_ARGS:-}
   grep -E "passed|failed" "$LOGS/test.log" | tail -n 1
 fi
 
