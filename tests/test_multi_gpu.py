@@ -1,0 +1,72 @@
+"""Every op on the second GPU (cuda:1), and cross-device arguments rejected with a clear error.
+
+A kernel that launched on the current device instead of its tensors' device (a missing device
+guard), or on the default stream instead of the current one, would fail here.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cudasteps
+from _helpers import make_tensor, rel_err, requires_two_gpus
+
+pytestmark = requires_two_gpus
+
+DEV = "cuda:1"
+
+
+def _cases():
+    x = make_tensor((67, 45), torch.float32, "cpu", seed=1)
+    y = make_tensor((45, 33), torch.float32, "cpu", seed=2)
+    b = make_tensor((45,), torch.float32, "cpu", seed=3)
+    return [
+        ("copy", lambda t: cudasteps.copy(t[0].t()), lambda t: t[0].t().contiguous(), (x,)),
+        ("transpose", lambda t: cudasteps.transpose(t[0]), lambda t: t[0].t(), (x,)),
+        ("sum", lambda t: cudasteps.sum(t[0], 0), lambda t: t[0].sum(0), (x,)),
+        ("sum all", lambda t: cudasteps.sum(t[0]), lambda t: t[0].sum(), (x,)),
+        ("mm", lambda t: cudasteps.mm(t[0], t[1]), lambda t: t[0] @ t[1], (x, y)),
+        ("linear", lambda t: cudasteps.linear(t[0], t[1].t(), None), lambda t: t[0] @ t[1], (x, y)),
+        ("bias_act", lambda t: cudasteps.bias_act(t[0], t[1], "gelu"), lambda t: F.gelu(t[0] + t[1]), (x, b)),
+        ("add", lambda t: cudasteps.add(t[0], t[1], alpha=2), lambda t: t[0] + 2 * t[1], (x, b)),
+        ("mul", lambda t: cudasteps.mul(t[0], t[1]), lambda t: t[0] * t[1], (x, b)),
+    ]
+
+
+@pytest.mark.parametrize("name, op, ref, args", _cases(), ids=[c[0] for c in _cases()])
+def test_op_runs_on_cuda1_from_cuda0_context(name, op, ref, args):
+    # The current device stays cuda:0: the op must follow its tensors to cuda:1.
+    torch.cuda.set_device(0)
+    moved = tuple(a.to(DEV) for a in args)
+    out = op(moved)
+    assert out.device == torch.device(DEV)
+    want = ref(tuple(a.double() for a in args))
+    assert rel_err(out, want) < 1e-5, name
+
+
+def test_op_on_cuda1_side_stream():
+    x = make_tensor((1 << 20,), torch.float32, DEV)
+    with torch.cuda.device(1):
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            y = cudasteps.copy(x)
+            total = cudasteps.sum(y)
+        s.synchronize()
+    assert torch.equal(y, x)
+    assert rel_err(total, x.double().sum()) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda a, b: cudasteps.mm(a, b.t()), r"cudasteps\.mm: .*cuda:1"),
+        (lambda a, b: cudasteps.add(a, b), r"cudasteps\.add: .*cuda:1"),
+        (lambda a, b: cudasteps.copy_(a, b), r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cuda:1"),
+    ],
+    ids=["mm", "add", "copy_"],
+)
+def test_cross_device_arguments_are_rejected(call, message):
+    a = make_tensor((8, 8), torch.float32, "cuda:0")
+    b = make_tensor((8, 8), torch.float32, DEV)
+    with pytest.raises(RuntimeError, match=message):
+        call(a, b)
