@@ -134,7 +134,7 @@ def main(argv=None) -> int:
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
     # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
     # "terminate called without an active exception", when one rank destroyed it early).
-    dist.barrier()
+    dist.barrier(device_ids=[local_rank] if use_cuda else None)
     dist.destroy_process_group()
     return 0 if identical else 1
 
