@@ -135,9 +135,7 @@ def _extension():
     macros.append(("CUDASTEPS_WITH_CUDA", "1"))
     kwargs["include_dirs"] += _cuda_library_includes()
     _write_build_info(True)
-    return CUDAExtension(
-        sources=sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags}, **kwargs
-    )
+    return CUDAExtension(sources=sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags}, **kwargs)
 
 
 class BuildExt(BuildExtension.with_options(use_ninja=True)):

@@ -69,7 +69,9 @@ def run(bench):
     case = "4096x4096 fp32 transposed view"
     for impl, fn in (("torch", lambda: x.contiguous()), ("cudasteps", lambda: cudasteps.copy(x))):
         ms = bench.time(fn, [()])
-        bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=list(x.shape), ms=ms, bytes=2 * x.numel() * 4)
+        bench.record(
+            op="copy", case=case, impl=impl, dtype=f32, shape=list(x.shape), ms=ms, bytes=2 * x.numel() * 4
+        )
 
     if not bench.is_cuda:
         return
@@ -96,7 +98,9 @@ def run(bench):
     case = f"{_size_label(nbytes)} fp32"
     for variant in cudasteps.ladder.variants("copy"):
         ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("copy", v, x), inputs)
-        bench.record(op="copy", case=case, impl=f"ladder:{variant}", dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes)
+        bench.record(
+            op="copy", case=case, impl=f"ladder:{variant}", dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes
+        )
 
     bench.section(
         "copy: what each step buys",

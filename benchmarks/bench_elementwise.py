@@ -146,11 +146,18 @@ def _host_cases(bench):
 
     for impl, fn in (("torch", _gelu_bias), ("cudasteps", ours)):
         ms = bench.time_host(fn, (x, b))
-        bench.record(op="bias_act", case="host 64x64 fp32 fwd", impl=impl, dtype=torch.float32,
-                     shape=[64, 64], ms=ms)
+        bench.record(
+            op="bias_act", case="host 64x64 fp32 fwd", impl=impl, dtype=torch.float32, shape=[64, 64], ms=ms
+        )
         ms = bench.time_host(_fwd_bwd(fn), (x, b, g))
-        bench.record(op="bias_act", case="host 64x64 fp32 fwd+bwd", impl=impl, dtype=torch.float32,
-                     shape=[64, 64], ms=ms)
+        bench.record(
+            op="bias_act",
+            case="host 64x64 fp32 fwd+bwd",
+            impl=impl,
+            dtype=torch.float32,
+            shape=[64, 64],
+            ms=ms,
+        )
 
 
 def run(bench):

@@ -88,7 +88,9 @@ class Bench:
 
     def rotation(self, make_inputs, set_bytes: int) -> list:
         """Input sets whose total exceeds ~2x L2, so no timed call finds its inputs in cache."""
-        n_sets = 1 if set_bytes >= 2 * self.l2_bytes else min(64, math.ceil(3 * self.l2_bytes / max(set_bytes, 1)))
+        n_sets = (
+            1 if set_bytes >= 2 * self.l2_bytes else min(64, math.ceil(3 * self.l2_bytes / max(set_bytes, 1)))
+        )
         return [make_inputs(seed) for seed in range(n_sets)]
 
     def time(self, fn, inputs, *, flush_l2: bool = False) -> float:
@@ -193,10 +195,9 @@ class Bench:
             return
         n = (256 << 20) // 4 if self.quick else (1 << 30) // 4
         src = torch.randn(n, device=self.device)
-        dst = torch.empty_like(src)
-        ms = self.time(lambda: dst.copy_(src), [()])
-        self.ceilings.copy_gbps = 2 * src.numel() * 4 / (ms * 1e6)
-        del src, dst
+        ms = self.time(lambda dst: dst.copy_(src), [(torch.empty_like(src),)])
+        self.ceilings.copy_gbps = 2 * n * 4 / (ms * 1e6)
+        src = None  # free the buffers before the matmul ceiling
         prev = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         try:
@@ -230,7 +231,13 @@ def fp32_peak_tflops(device: torch.device) -> float | None:
     lanes = _FP32_LANES_PER_SM.get((props.major, props.minor))
     try:
         out = subprocess.run(
-            ["nvidia-smi", "-i", str(device.index or 0), "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+            [
+                "nvidia-smi",
+                "-i",
+                str(device.index or 0),
+                "--query-gpu=clocks.max.sm",
+                "--format=csv,noheader,nounits",
+            ],
             capture_output=True,
             text=True,
             timeout=20,

@@ -56,7 +56,9 @@ def device_info(device: torch.device) -> dict:
             memory_gib=round(props.total_memory / 2**30, 1),
         )
     else:
-        info.update(name=f"CPU {platform.machine()} ({os.cpu_count()} cores)", threads=torch.get_num_threads())
+        info.update(
+            name=f"CPU {platform.machine()} ({os.cpu_count()} cores)", threads=torch.get_num_threads()
+        )
     return info
 
 
@@ -108,7 +110,9 @@ def markdown(bench: Bench, info: dict, peak_tflops: float | None, families) -> s
     )
     lines.append("")
     if c.copy_gbps:
-        lines.append(f"- Bandwidth ceiling (`copy_` of a large buffer, read + write): **{c.copy_gbps:.0f} GB/s**")
+        lines.append(
+            f"- Bandwidth ceiling (`copy_` of a large buffer, read + write): **{c.copy_gbps:.0f} GB/s**"
+        )
     if c.mm_tflops:
         lines.append(f"- Matmul ceiling (`torch.mm` fp32, TF32 off, cuBLAS): **{c.mm_tflops:.1f} TFLOP/s**")
     if peak_tflops:
@@ -191,10 +195,16 @@ def plots(bench: Bench, out_prefix: str) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ops", default="", help="comma-separated families (default: all): " + ",".join(available_families()))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--ops", default="", help="comma-separated families (default: all): " + ",".join(available_families())
+    )
     parser.add_argument("--quick", action="store_true", help="fewer, smaller cases")
-    parser.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available")
+    parser.add_argument(
+        "--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available"
+    )
     parser.add_argument("--results-dir", default=os.environ.get("RESULTS_DIR", os.path.join(HERE, "results")))
     args = parser.parse_args(argv)
 
@@ -203,7 +213,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown families {unknown}; available: {available_families()}")
 
-    use_cuda = torch.cuda.is_available() and cudasteps.cuda_available() if args.device is None else args.device == "cuda"
+    use_cuda = (
+        torch.cuda.is_available() and cudasteps.cuda_available()
+        if args.device is None
+        else args.device == "cuda"
+    )
     if use_cuda and not (torch.cuda.is_available() and cudasteps.cuda_available()):
         parser.error("--device cuda: no CUDA device, or cudasteps built without CUDA kernels")
     device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
@@ -235,7 +249,11 @@ def main(argv=None) -> int:
     prefix = os.path.join(args.results_dir, name)
     payload = {
         "device": info,
-        "ceilings": {"copy_gbps": bench.ceilings.copy_gbps, "mm_tflops": bench.ceilings.mm_tflops, "fp32_peak_tflops": peak},
+        "ceilings": {
+            "copy_gbps": bench.ceilings.copy_gbps,
+            "mm_tflops": bench.ceilings.mm_tflops,
+            "fp32_peak_tflops": peak,
+        },
         "quick": args.quick,
         "families": families,
         "records": [r.as_json() for r in bench.records],
@@ -247,7 +265,11 @@ def main(argv=None) -> int:
     with open(prefix + ".md", "w") as f:
         f.write(md + "\n")
         if pngs:
-            f.write("\n## Plots\n\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs) + "\n")
+            f.write(
+                "\n## Plots\n\n"
+                + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs)
+                + "\n"
+            )
     print(md)
     print(f"\nwrote {prefix}.json, {prefix}.md" + (f" and {len(pngs)} plots" if pngs else ""))
     return 0

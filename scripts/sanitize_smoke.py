@@ -146,7 +146,7 @@ def main():
     if not (torch.cuda.is_available() and cudasteps.cuda_available()):
         sys.exit("sanitize_smoke: needs a CUDA device and a CUDA build")
     torch.manual_seed(0)
-    for name, (fn, smem) in FAMILIES.items():
+    for fn, smem in FAMILIES.values():
         if args.smem_only and not smem:
             continue
         fn(torch.device("cuda"))

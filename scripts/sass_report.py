@@ -47,7 +47,7 @@ def main(path):
             k["LDL/STL"] += 1
     names = demangle(list(kernels))
     print(f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7}  kernel")
-    for (mangled, k), name in zip(kernels.items(), names):
+    for k, name in zip(kernels.values(), names):
         flag = "  <-- local memory" if k["LDL/STL"] else ""
         short = re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))[:110]
         print(

@@ -3,10 +3,9 @@
 Imported by the test modules as ``from _helpers import ...`` (pytest puts tests/ on sys.path).
 """
 
+import cudasteps
 import pytest
 import torch
-
-import cudasteps
 
 
 def _cuda_skip_reason() -> str:

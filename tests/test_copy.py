@@ -86,9 +86,13 @@ def test_copy__same_tensor_is_a_no_op(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_copy_errors(device):
     x = make_tensor((4, 5), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must have the shape of self \[4, 5\], got \[5, 4\]"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.copy_: src must have the shape of self \[4, 5\], got \[5, 4\]"
+    ):
         cudasteps.copy_(x, make_tensor((5, 4), torch.float32, device))
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of self \(Float\), got Double"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of self \(Float\), got Double"
+    ):
         cudasteps.copy_(x, make_tensor((4, 5), torch.float64, device))
     with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: self must not have overlapping elements"):
         cudasteps.copy_(make_tensor((1, 5), torch.float32, device).expand(4, 5), x)
@@ -101,9 +105,13 @@ def test_copy_errors(device):
 def test_copy__device_mismatch():
     x = make_tensor((4,), torch.float32, "cuda")
     y = make_tensor((4,), torch.float32, "cpu")
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cpu"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cpu"
+    ):
         cudasteps.copy_(x, y)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cpu\), got cuda:0"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cpu\), got cuda:0"
+    ):
         cudasteps.copy_(y, x)
 
 
@@ -158,7 +166,9 @@ def test_copy_torch_compile_fullgraph(device):
 
 @requires_cuda
 @pytest.mark.parametrize("variant", cudasteps.ladder.variants("copy"))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8, torch.float64, torch.complex128])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.uint8, torch.float64, torch.complex128]
+)
 def test_copy_ladder_variants(variant, dtype):
     for n in [1, 255, 257, 100_003]:
         x = make_tensor((n,), dtype, "cuda", seed=n)
@@ -167,7 +177,10 @@ def test_copy_ladder_variants(variant, dtype):
 
 @requires_cuda
 def test_copy_ladder_rejects_unknown_variant():
-    with pytest.raises(RuntimeError, match=r"cudasteps\.ladder_copy: variant must be one of scalar, grid_stride, vec16_persistent, vec16"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps\.ladder_copy: variant must be one of scalar, grid_stride, vec16_persistent, vec16",
+    ):
         cudasteps.ladder.run("copy", "fastest", make_tensor((4,), torch.float32, "cuda"))
 
 

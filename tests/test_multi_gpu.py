@@ -4,11 +4,10 @@ A kernel that launched on the current device instead of its tensors' device (a m
 guard), or on the default stream instead of the current one, would fail here.
 """
 
+import cudasteps
 import pytest
 import torch
 import torch.nn.functional as F
-
-import cudasteps
 from _helpers import make_tensor, rel_err, requires_two_gpus
 
 pytestmark = requires_two_gpus
@@ -61,7 +60,10 @@ def test_op_on_cuda1_side_stream():
     [
         (lambda a, b: cudasteps.mm(a, b.t()), r"cudasteps\.mm: .*cuda:1"),
         (lambda a, b: cudasteps.add(a, b), r"cudasteps\.add: .*cuda:1"),
-        (lambda a, b: cudasteps.copy_(a, b), r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cuda:1"),
+        (
+            lambda a, b: cudasteps.copy_(a, b),
+            r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cuda:1",
+        ),
     ],
     ids=["mm", "add", "copy_"],
 )

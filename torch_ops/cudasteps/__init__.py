@@ -40,4 +40,3 @@ __all__ = [
 def cuda_available() -> bool:
     """True when this build registered CUDA kernels (nvcc was found at build time)."""
     return torch._C._dispatch_has_kernel_for_dispatch_key("cudasteps::copy", "CUDA")
-
