@@ -21,6 +21,15 @@
 //                           4 blocks/SM would cap registers at 128 and spill).
 //   64x64x16_w32x32_t8x4    128 threads, 8x4 per thread: 4x the blocks of the main config, to fill
 //                           132 SMs on small outputs (1024^2) when K is too short to split.
+//   128x256x8_w64x64_t8x16  256 threads, 8x16 accumulators per thread (6 LDS.128 per 128 FFMA),
+//                           1 block per SM (218-224 registers, no spills), k loop fully
+//                           unrolled, 25 KiB shared memory. BK = 16 fully unrolled spills.
+//   256x128x8_w64x64_t16x8  the transposed tile: 16x8 per thread, 1 block per SM (223-233
+//                           registers, no spills), k loop fully unrolled, 25 KiB shared memory.
+//   128x128x16_w64x64_t8x16 128 threads (4 warps), 8x16 per thread, 2 blocks per SM (235-250
+//                           of 255 registers, no spills), KUnroll = 1 (2 spills 24-28 bytes),
+//                           33 KiB shared memory.
+//   The last three are measurement candidates: choose_config does not pick them.
 // Choice (choose_config): occ1 for large outputs with K >= 512 (two waves of 128x128 tiles or
 // more); the main config whenever it yields at least one block per SM; otherwise,
 // when K >= 2048, the main config with split-K (as many splits as fit in one wave of resident
@@ -47,6 +56,11 @@ using CfgW32x64 = TileConfig<128, 128, 8, 32, 64, 8, 8, 2, true, 2, 1>;
 using CfgOcc1 = TileConfig<128, 128, 16, 64, 32, 8, 8, 2, true, 1, 16>;
 using CfgMid = TileConfig<128, 64, 16, 64, 32, 8, 8, 2, true, 3, 1>;
 using CfgSmall = TileConfig<64, 64, 16, 32, 32, 8, 4, 2, true, 4, 16>;
+// Larger thread tiles (8x16 / 16x8: 128 accumulators, 6 LDS.128 per 128 FFMA instead of 4 per
+// 64), not chosen by shape yet: runnable by name for measurement.
+using CfgWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 2, true, 1, 8>;
+using CfgTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 2, true, 1, 8>;
+using CfgW64x64 = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, true, 2, 1>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
@@ -96,6 +110,9 @@ const ConfigEntry kConfigs[] = {
     entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
     entry<CfgMid>("128x64x16_w64x32_t8x8"),
     entry<CfgSmall>("64x64x16_w32x32_t8x4"),
+    entry<CfgWide>("128x256x8_w64x64_t8x16"),
+    entry<CfgTall>("256x128x8_w64x64_t16x8"),
+    entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 constexpr int kMainConfig = 0, kOcc1Config = 3, kMidConfig = 4, kSmallConfig = 5;

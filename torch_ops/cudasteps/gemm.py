@@ -37,6 +37,9 @@ CONFIGS = (
     "128x128x16_w64x32_t8x8_occ1",
     "128x64x16_w64x32_t8x8",
     "64x64x16_w32x32_t8x4",
+    "128x256x8_w64x64_t8x16",
+    "256x128x8_w64x64_t16x8",
+    "128x128x16_w64x64_t8x16",
 )
 CONFIG_VARIANTS = tuple(f"cfg:{c}" for c in CONFIGS) + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
 
