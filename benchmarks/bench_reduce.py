@@ -4,22 +4,9 @@ times, and the ladder of full-reduction kernels."""
 import cudasteps
 import torch
 
+from benchmarks.harness import input_maker, nbytes
+
 MiB = 1 << 20
-
-
-def _make(shape, dtype, device):
-    def make(seed):
-        g = torch.Generator(device=device).manual_seed(seed)
-        return (torch.randn(shape, generator=g, device=device).to(dtype),)
-
-    return make
-
-
-def _nbytes(shape, dtype):
-    n = 1
-    for s in shape:
-        n *= s
-    return n * torch.tensor([], dtype=dtype).element_size()
 
 
 def _label(dtype):
@@ -28,9 +15,9 @@ def _label(dtype):
 
 def _compare(bench, case, shape, dtype, dim, out_elems):
     """torch.sum vs cudasteps.sum on rotated inputs; bytes = input read + output written."""
-    nbytes = _nbytes(shape, dtype)
-    inputs = bench.rotation(_make(shape, dtype, bench.device), nbytes)
-    moved = nbytes + out_elems * torch.tensor([], dtype=dtype).element_size()
+    set_bytes = nbytes(shape, dtype)
+    inputs = bench.rotation(input_maker(shape, dtype, bench.device), set_bytes)
+    moved = set_bytes + out_elems * torch.tensor([], dtype=dtype).element_size()
     if dim is None:
         impls = (("torch", lambda x: torch.sum(x)), ("cudasteps", lambda x: cudasteps.sum(x)))
     else:
@@ -56,7 +43,7 @@ def run(bench):
 
     # Small: host time per call (back to back) and GPU time per call (CUDA-graph replay).
     n = 1 << 20
-    x = _make([n], f32, bench.device)(0)[0]
+    x = input_maker([n], f32, bench.device)(0)[0]
     for label, timer in (("host/call", bench.time_host), ("GPU (graph)", bench.time_graph)):
         case = f"full 2^20 fp32 {label}"
         for impl, fn in (("torch", lambda t: torch.sum(t)), ("cudasteps", lambda t: cudasteps.sum(t))):
@@ -73,7 +60,7 @@ def run(bench):
     # The ladder: every step on one size, torch.sum alongside.
     log2 = 24 if bench.quick else 28
     n = 1 << log2
-    inputs = bench.rotation(_make([n], f32, bench.device), 4 * n)
+    inputs = bench.rotation(input_maker([n], f32, bench.device), 4 * n)
     case = f"full 2^{log2} fp32"
     for variant in cudasteps.ladder.variants("reduce"):
         ms = bench.time(lambda t, v=variant: cudasteps.ladder.run("reduce", v, t), inputs)

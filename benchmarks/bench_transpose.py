@@ -4,6 +4,8 @@ materialized), and its ladder."""
 import cudasteps
 import torch
 
+from benchmarks.harness import input_maker, nbytes
+
 MiB = 1 << 20
 
 _NAMES = {
@@ -13,23 +15,6 @@ _NAMES = {
     torch.uint8: "uint8",
     torch.float64: "fp64",
 }
-
-
-def _make(shape, dtype, device):
-    def make(seed):
-        g = torch.Generator(device=device).manual_seed(seed)
-        if dtype == torch.uint8:
-            return (torch.randint(0, 256, shape, generator=g, device=device, dtype=dtype),)
-        return (torch.randn(shape, generator=g, device=device).to(dtype),)
-
-    return make
-
-
-def _nbytes(shape, dtype):
-    n = 1
-    for s in shape:
-        n *= s
-    return n * torch.empty((), dtype=dtype).element_size()
 
 
 def _torch_t(x):
@@ -43,13 +28,13 @@ def _label(shape, dtype):
 
 
 def _compare(bench, shape, dtype, case=None):
-    nbytes = _nbytes(shape, dtype)
-    inputs = bench.rotation(_make(shape, dtype, bench.device), nbytes)
+    set_bytes = nbytes(shape, dtype)
+    inputs = bench.rotation(input_maker(shape, dtype, bench.device), set_bytes)
     case = case or _label(shape, dtype)
     for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
         ms = bench.time(fn, inputs)
         bench.record(
-            op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * nbytes
+            op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * set_bytes
         )
     return inputs
 
@@ -78,7 +63,7 @@ def run(bench):
 
     # transpose_ into a preallocated output, against out.copy_(x.mT).
     shape = (8192, 8192)
-    x = _make(shape, f32, bench.device)(0)[0]
+    x = input_maker(shape, f32, bench.device)(0)[0]
     out = torch.empty_like(x)
     case = "transpose_ 8192x8192 fp32"
     for impl, fn in (("torch", lambda: out.copy_(x.mT)), ("cudasteps", lambda: cudasteps.transpose_(out, x))):
@@ -90,11 +75,11 @@ def run(bench):
             dtype=f32,
             shape=list(shape),
             ms=ms,
-            bytes=2 * _nbytes(shape, f32),
+            bytes=2 * nbytes(shape, f32),
         )
 
     # Small: 256x256, where host overhead is everything. Host time per call and GPU time.
-    small = _make((256, 256), f32, bench.device)(0)[0]
+    small = input_maker((256, 256), f32, bench.device)(0)[0]
     for label, timer in (("host/call", bench.time_host), ("GPU (graph)", bench.time_graph)):
         case = f"256x256 fp32 {label}"
         for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
@@ -106,11 +91,11 @@ def run(bench):
                 dtype=f32,
                 shape=[256, 256],
                 ms=ms,
-                bytes=2 * _nbytes((256, 256), f32),
+                bytes=2 * nbytes((256, 256), f32),
             )
 
     # The ladder, at 8192x8192 fp32.
-    nbytes = _nbytes((8192, 8192), f32)
+    set_bytes = nbytes((8192, 8192), f32)
     for variant in cudasteps.ladder.variants("transpose"):
         ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("transpose", v, x), ladder_inputs)
         bench.record(
@@ -120,7 +105,7 @@ def run(bench):
             dtype=f32,
             shape=[8192, 8192],
             ms=ms,
-            bytes=2 * nbytes,
+            bytes=2 * set_bytes,
         )
 
     bench.section(

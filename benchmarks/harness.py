@@ -48,6 +48,24 @@ def dtype_name(dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def nbytes(shape, dtype) -> int:
+    """Bytes of a dense tensor of this shape and dtype."""
+    return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
+def random_tensor(shape, dtype, device, seed: int) -> torch.Tensor:
+    """Seeded random data (normal floats; uniform bytes for uint8), never zeros."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=g, device=device, dtype=dtype)
+    return torch.randn(shape, generator=g, device=device).to(dtype)
+
+
+def input_maker(shape, dtype, device):
+    """make(seed) -> (tensor,): the argument of Bench.rotation for a one-tensor op."""
+    return lambda seed: (random_tensor(shape, dtype, device, seed),)
+
+
 @dataclass
 class Ceilings:
     """Measured on this machine at the start of a run: what "100%" means in the tables."""
