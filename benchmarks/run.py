@@ -152,8 +152,12 @@ def markdown(bench: Bench, info: dict, peak_tflops: float | None, families) -> s
     return "\n".join(lines)
 
 
-def plots(bench: Bench, out_prefix: str) -> list[str]:
-    """Bandwidth against bytes moved, one PNG per memory-bound op with at least 3 sizes."""
+def plots(records, copy_ceiling_gbps, out_prefix: str) -> list[str]:
+    """One PNG per memory-bound op: GB/s of each implementation, case by case (grouped bars).
+
+    Host-time and graph-time rows (launch-bound) and ladder rows (in the tables) are left out.
+    `records` are Record objects or their JSON dicts, so plots can be redrawn from a results JSON.
+    """
     try:
         import matplotlib
 
@@ -162,29 +166,30 @@ def plots(bench: Bench, out_prefix: str) -> list[str]:
     except ImportError:
         print("matplotlib not installed: no plots", file=sys.stderr)
         return []
-    written = []
+    get = (lambda r, k: r.get(k)) if records and isinstance(records[0], dict) else getattr
     ops = OrderedDict()
-    for r in bench.records:
-        if r.gbps is not None and not r.impl.startswith("ladder:") and "host" not in r.case:
-            ops.setdefault(r.op, []).append(r)
-    for op, recs in ops.items():
-        series = OrderedDict()
-        for r in recs:
-            nbytes = r.gbps * r.ms * 1e6
-            series.setdefault(f"{r.impl} ({r.dtype})", []).append((nbytes, r.gbps))
-        if max(len(v) for v in series.values()) < 3:
+    for r in records:
+        case, impl = get(r, "case"), get(r, "impl")
+        if get(r, "gbps") is None or impl.startswith("ladder:") or "host" in case or "graph" in case:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for label, pts in series.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-        if bench.ceilings.copy_gbps:
-            ax.axhline(bench.ceilings.copy_gbps, color="gray", linestyle="--", label="copy ceiling")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("bytes moved per call")
+        ops.setdefault(get(r, "op"), OrderedDict()).setdefault(case, {})[impl] = get(r, "gbps")
+    written = []
+    for op, cases in ops.items():
+        if len(cases) < 3:
+            continue
+        impls = list(OrderedDict.fromkeys(i for per_case in cases.values() for i in per_case))
+        fig, ax = plt.subplots(figsize=(max(7, 0.7 * len(cases) * len(impls)), 4.2))
+        width = 0.8 / len(impls)
+        for k, impl in enumerate(impls):
+            xs = [c + k * width for c in range(len(cases))]
+            ax.bar(xs, [per_case.get(impl, 0) for per_case in cases.values()], width, label=impl)
+        if copy_ceiling_gbps:
+            ax.axhline(copy_ceiling_gbps, color="gray", linestyle="--", label="copy ceiling")
+        ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))])
+        ax.set_xticklabels(list(cases), rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("GB/s")
         ax.set_title(f"cudasteps.{op} vs torch")
-        ax.grid(True, alpha=0.3)
+        ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
         path = f"{out_prefix}-{slug(op)}.png"
         fig.tight_layout()
@@ -261,7 +266,7 @@ def main(argv=None) -> int:
     with open(prefix + ".json", "w") as f:
         json.dump(payload, f, indent=1)
     md = markdown(bench, info, peak, families)
-    pngs = plots(bench, prefix)
+    pngs = plots(bench.records, bench.ceilings.copy_gbps, prefix)
     with open(prefix + ".md", "w") as f:
         f.write(md + "\n")
         if pngs:
