@@ -12,6 +12,17 @@ import subprocess
 import sys
 from collections import OrderedDict
 
+# Column -> the SASS opcodes it counts (modifiers such as .E, .EF or .CONSTANT may sit between
+# the opcode and the width).
+PATTERNS = {
+    "LDG.128": re.compile(r"\bLDG\.E\.[A-Z.]*128\b|\bLDG\.E\.128\b"),
+    "STG.128": re.compile(r"\bSTG\.E\.[A-Z.]*128\b|\bSTG\.E\.128\b"),
+    "LDG": re.compile(r"\bLDG\b|\bLDG\."),
+    "STG": re.compile(r"\bSTG\b|\bSTG\."),
+    "LDS.128": re.compile(r"\bLDS\.128\b|\bLDS\.[A-Z.]*128\b"),
+    "LDL/STL": re.compile(r"\b(LDL|STL)\b|\b(LDL|STL)\."),
+}
+
 
 def demangle(names):
     try:
@@ -28,23 +39,13 @@ def main(path):
         m = re.search(r"Function : (\S+)", line)
         if m:
             current = m.group(1)
-            kernels[current] = {"LDG.128": 0, "STG.128": 0, "LDG": 0, "STG": 0, "LDS.128": 0, "LDL/STL": 0}
+            kernels[current] = dict.fromkeys(PATTERNS, 0)
             continue
         if current is None:
             continue
-        k = kernels[current]
-        if re.search(r"\bLDG\.E\.128\b|\bLDG\.E\.[A-Z.]*128\b", line):
-            k["LDG.128"] += 1
-        if re.search(r"\bSTG\.E\.128\b|\bSTG\.E\.[A-Z.]*128\b", line):
-            k["STG.128"] += 1
-        if re.search(r"\bLDG\b|\bLDG\.", line):
-            k["LDG"] += 1
-        if re.search(r"\bSTG\b|\bSTG\.", line):
-            k["STG"] += 1
-        if re.search(r"\bLDS\.128\b|\bLDS\.[A-Z.]*128\b", line):
-            k["LDS.128"] += 1
-        if re.search(r"\b(LDL|STL)\b|\b(LDL|STL)\.", line):
-            k["LDL/STL"] += 1
+        for column, pattern in PATTERNS.items():
+            if pattern.search(line):
+                kernels[current][column] += 1
     names = demangle(list(kernels))
     print(f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7}  kernel")
     for k, name in zip(kernels.values(), names):
