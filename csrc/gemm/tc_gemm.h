@@ -1,0 +1,82 @@
+// The tensor-core GEMM path: one problem description shared by the mma.sync kernels (sm_80+,
+// tc_sm80.cu) and the Hopper wgmma/TMA kernels (sm_90a, tc_hopper.cu), and their entry points.
+// gemm_cuda.cu (the dispatcher) fills a TcProblem and picks a kernel by GPU, shape, alignment and
+// layout; ladder_mm runs any of them by name ("tc:<step>").
+//
+//   out[M, N] = alpha * (A[M, K] @ B[K, N]) + beta * C[m, n]
+//
+// Element types: bf16 or fp16 operands, addend and output (fp32 accumulation), or, for kTF32,
+// float operands, addend and output with the products taken in TF32 (operands rounded to 10
+// mantissa bits by the tensor cores, fp32 accumulation), as cuBLAS does with TF32 on.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace cudasteps {
+namespace gemm {
+
+enum class TcType : int { kBF16 = 0, kFP16 = 1, kTF32 = 2 };
+
+// Bytes of one element of a, b, out and addend.
+inline int tc_elem_bytes(TcType t) { return t == TcType::kTF32 ? 4 : 2; }
+
+struct TcProblem {
+  TcType type = TcType::kBF16;
+  int64_t M = 0, N = 0, K = 0;
+  // A (M x K): element (m, k) at a[m * lda + k] when a_kmajor (row-major), else a[k * lda + m].
+  const void* a = nullptr;
+  int64_t lda = 0;
+  bool a_kmajor = true;
+  // B (K x N): element (k, n) at b[n * ldb + k] when b_kmajor (column-major, e.g. linear's
+  // weight.t()), else b[k * ldb + n] (row-major).
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  bool b_kmajor = true;
+  // out: row-major [M, N] with leading dimension ldo (>= N).
+  void* out = nullptr;
+  int64_t ldo = 0;
+  float alpha = 1.f, beta = 0.f;
+  // Optional addend C[m, n] at addend[m * add_s0 + n * add_s1] (strides may be 0: a bias row or a
+  // broadcast addmm self); nullptr: none. Read only when beta != 0.
+  const void* addend = nullptr;
+  int64_t add_s0 = 0, add_s1 = 0;
+};
+
+// True when `p`'s operands can be read with 16-byte accesses: base pointers 16-byte aligned and
+// leading dimensions a multiple of 16 bytes (the cp.async and TMA paths need it).
+inline bool tc_operands_16b_aligned(const TcProblem& p) {
+  const int64_t eb = tc_elem_bytes(p.type);
+  return reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0 &&
+         (p.lda * eb) % 16 == 0 && (p.ldb * eb) % 16 == 0;
+}
+
+// ---- sm_80+ (mma.sync), tc_sm80.cu ----
+
+// Ladder step tc:mma: mma.sync on shared-memory tiles filled by plain (bounds-checked, scalar)
+// loads. Any layout, any alignment, any shape; the fallback for operands the faster kernels
+// cannot read.
+void tc_mma_launch(const TcProblem& p, cudaStream_t stream);
+
+// Ladder step tc:ldmatrix_cp_async: ldmatrix from swizzled shared memory fed by a multistage
+// cp.async pipeline. Needs tc_cp_async_supports(p) (16-byte aligned operands; layouts the
+// kernel reads); `config` indexes its tile table (-1: chosen by shape).
+bool tc_cp_async_supports(const TcProblem& p);
+void tc_cp_async_launch(const TcProblem& p, int config, cudaStream_t stream);
+int tc_cp_async_num_configs();
+const char* tc_cp_async_config_name(int config);
+
+// ---- sm_90a (wgmma, TMA), tc_hopper.cu; compiled only when the arch list has 9.0 ----
+
+// True when this build has the Hopper kernels and the current device is compute capability 9.0.
+bool tc_hopper_available();
+// True when the Hopper kernels can take `p` (tc_hopper_available(), TMA-describable operands).
+bool tc_hopper_supports(const TcProblem& p);
+// Ladder steps tc:wgmma, tc:wgmma_tma, and the final warp-specialized persistent kernel.
+void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream);
+void tc_wgmma_tma_launch(const TcProblem& p, cudaStream_t stream);
+void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream);
+
+}  // namespace gemm
+}  // namespace cudasteps
