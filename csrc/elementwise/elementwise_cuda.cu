@@ -233,10 +233,20 @@ void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t r
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Resident blocks the backward is compiled for: 4 x 256 threads caps it at 64 registers. Without
+// the cap ptxas gave the bf16/fp16 gelu backward 99 registers (fp32: 80): 2 blocks per SM, a
+// quarter of the SM's threads, too few warps to hide the erf/exp latency between loads, and the
+// bf16 fwd+bwd moved data at 76% of copy bandwidth on the H100. At 64 registers it stays
+// spill-free (ptxas -v; scripts/sass_report.py checks for local memory). fp64 keeps its 128.
+template <typename T>
+constexpr int grad_min_blocks() {
+  return sizeof(T) <= 4 ? 4 : 1;
+}
+
 // d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
 // the block's sum of d over its rows (every column of the block's tile, every blockIdx.y).
 template <typename T, int VEC, bool kHasA, bool kWriteOut, typename Op>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
     rowgrad_kernel(const T* __restrict__ g, const T* __restrict__ a, const void* __restrict__ v,
                    bool v_is_float, T* __restrict__ out, at::opmath_type<T>* __restrict__ partials,
                    int64_t rows, int64_t cols, int col_threads, Op op) {
