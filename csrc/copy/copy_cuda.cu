@@ -23,7 +23,6 @@
 #include <limits>
 #include <string>
 
-#include "common/autograd.h"
 #include "common/launch.cuh"
 #include "common/strided.h"
 #include "common/vec.cuh"
@@ -203,25 +202,6 @@ bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
          a.strides() == b.strides();
 }
 
-// A transposed view of a contiguous tensor (x.t(), x.mT, any batch) whose last two dims are both
-// longer than 1. Its contiguous copy is the transpose of that contiguous tensor, which the
-// transpose kernel writes with coalesced reads and writes through a shared-memory tile (2.9x
-// clone() on the H100), where the strided path reads one element per index decomposition.
-bool is_transposed_contiguous(const at::Tensor& in) {
-  if (in.dim() < 2 || in.size(-1) == 1 || in.size(-2) == 1) return false;
-  const int64_t e = in.element_size();
-  if (e != 1 && e != 2 && e != 4 && e != 8) return false;
-  return in.mT().is_contiguous();
-}
-
-// out = in.mT().mT() contiguous, by cudasteps::transpose_ (through the dispatcher, below
-// autograd: the caller's autograd kernel has already recorded the copy).
-void transpose_back(at::Tensor& out, const at::Tensor& in) {
-  static const auto op = typed_op<void(at::Tensor&, const at::Tensor&)>("transpose_");
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  op.call(out, in.mT());
-}
-
 void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
   if (in.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(out.device());
@@ -229,7 +209,7 @@ void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
   if (same_dense_layout(out, in)) {
     copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), in.numel() * in.element_size(), stream);
   } else if (out.is_contiguous() && is_transposed_contiguous(in)) {
-    transpose_back(out, in);
+    copy_transposed_view(out, in);
   } else {
     dispatch_elem_bytes<StridedCopy>(in.element_size(), "copy", in, out, stream);
   }
