@@ -159,16 +159,17 @@ struct RowGrid {
 };
 
 // col_tiles blocks across the columns; across the rows, one block per chunk of
-// kRowUnroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
+// row_unroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
 template <typename Kernel>
-RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op) {
+RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op,
+                 int row_unroll = kRowUnroll) {
   RowGrid g;
   g.col_threads = pick_col_threads(rows, cols, vec);
   const int row_threads = kThreads / g.col_threads;
   const int64_t col_tiles = ceil_div<int64_t>(cols, int64_t(g.col_threads) * vec);
   CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have at most ",
                   int64_t(INT_MAX) * g.col_threads * vec, " columns, got ", cols);
-  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * kRowUnroll);
+  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * row_unroll);
   int64_t grid_y = row_chunks;
   if (!one_shot) {
     // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
@@ -233,14 +234,21 @@ void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t r
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Resident blocks the backward is compiled for: 4 x 256 threads caps it at 64 registers. Without
-// the cap ptxas gave the bf16/fp16 gelu backward 99 registers (fp32: 80): 2 blocks per SM, a
-// quarter of the SM's threads, too few warps to hide the erf/exp latency between loads, and the
-// bf16 fwd+bwd moved data at 76% of copy bandwidth on the H100. At 64 registers it stays
-// spill-free (ptxas -v; scripts/sass_report.py checks for local memory). fp64 keeps its 128.
+// Register budget of the backward. Uncapped, ptxas gave the fp16/bf16 gelu backward 99 registers:
+// 2 blocks (512 threads) per SM, too few warps to hide the erf/exp latency between loads, and the
+// bf16 fwd+bwd moved data at 76% of copy bandwidth on the H100. Capped at 64 registers (4 blocks
+// per SM) with 4 rows in flight it spilled (ptxas -v: up to 172 bytes); with 2 rows in flight for
+// 2-byte types (16-byte vectors of 8 elements: 2 x 2 x 16 bytes of loads per thread) it fits
+// spill-free, and the SM holds as many bytes in flight as before (twice the threads, half each).
+// fp32 keeps 4 rows in flight at 3 blocks per SM (at most 85 registers; it needs 80, while 64
+// spilled its gelu and no bound at all let ptxas take 94, 2 blocks). fp64 is uncapped.
+template <typename T>
+constexpr int grad_row_unroll() {
+  return sizeof(T) == 2 ? 2 : kRowUnroll;
+}
 template <typename T>
 constexpr int grad_min_blocks() {
-  return sizeof(T) <= 4 ? 4 : 1;
+  return sizeof(T) == 2 ? 4 : sizeof(T) == 4 ? 3 : 1;
 }
 
 // d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
@@ -252,6 +260,7 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
                    int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
   using Acc = at::opmath_type<T>;
+  constexpr int kUnroll = grad_row_unroll<T>();
   __shared__ Acc column_sums[kThreads * VEC];
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
@@ -264,22 +273,22 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
   if (active) {
     Acc vv[VEC];
     load_feature<T, VEC>(v, v_is_float, c0, vv);
-    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+    const int64_t chunk_rows = int64_t(row_threads) * kUnroll;
     for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
          base += int64_t(gridDim.y) * chunk_rows) {
-      // 2 x kRowUnroll loads issued before the first use. Rows past the end (last chunk only)
+      // 2 x kUnroll loads issued before the first use. Rows past the end (last chunk only)
       // load the last row instead, so the loads need no predicate; their d is neither stored nor
       // summed.
-      V gin[kRowUnroll];
-      [[maybe_unused]] V ain[kRowUnroll];
+      V gin[kUnroll];
+      [[maybe_unused]] V ain[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
         gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
         if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
       }
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int64_t r = base + int64_t(u) * row_threads;
         const bool valid = r < rows;
         [[maybe_unused]] V o;
@@ -334,7 +343,7 @@ void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* o
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
                       (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
   auto run = [&](auto kernel, int vec) {
-    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
+    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name, grad_row_unroll<T>());
     at::Tensor partials =
         at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
     kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),

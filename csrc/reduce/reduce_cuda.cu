@@ -474,7 +474,7 @@ __global__ void __launch_bounds__(kFlatColThreads)
 #pragma unroll
       for (int u = 0; u < kFlatColUnroll; ++u) acc[u % 4] += static_cast<acc_t>(v[u]);
     }
-    for (; r < rows; ++r) acc[r % 4] += static_cast<acc_t>(col[r * cols]);
+    for (; r < rows; ++r) acc[0] += static_cast<acc_t>(col[r * cols]);  // constant index: registers
     out[o] = static_cast<res_t>((acc[0] + acc[1]) + (acc[2] + acc[3]));
   }
 }
