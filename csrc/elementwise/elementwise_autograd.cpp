@@ -117,8 +117,9 @@ at::Tensor operand_grad(const at::Tensor& grad, const at::Tensor& partner, const
   // of grad (* partner) * alpha, without materializing the product. sum_leading itself is not
   // differentiable, so a backward that records a graph (create_graph) takes mul and sum instead.
   const bool per_feature =
-      !at::GradMode::is_enabled() && at::isFloatingType(grad.scalar_type()) && at::isFloatingType(info.dtype) && grad.dim() >= 1 &&
-      !grad.sizes().equals(info.sizes) && is_feature_vector_shape(info.sizes, grad.sizes()) &&
+      !at::GradMode::is_enabled() && at::isFloatingType(grad.scalar_type()) &&
+      at::isFloatingType(info.dtype) && grad.dim() >= 1 && !grad.sizes().equals(info.sizes) &&
+      is_feature_vector_shape(info.sizes, grad.sizes()) &&
       (!partner.defined() ||
        (partner.sizes().equals(grad.sizes()) && partner.scalar_type() == grad.scalar_type() &&
         partner.device() == grad.device()));

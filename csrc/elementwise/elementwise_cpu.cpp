@@ -174,9 +174,9 @@ void flat_value_cpu(const T* x, T* out, int64_t numel, Op op) {
 // out (contiguous, shape `shape`) = op(a, b) for two strided views of that shape (0 strides on
 // broadcast dims). Each task decomposes its first index once and then steps a multi-index.
 template <typename T, typename Op>
-void strided_cpu(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op) {
+void strided_cpu(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op, const char* name) {
   using Acc = at::opmath_type<T>;
-  const StridedPair p = make_strided_pair(a_view, b_view, "binary");
+  const StridedPair p = make_strided_pair(a_view, b_view, name);
   const T* a = a_view.const_data_ptr<T>();
   const T* b = b_view.const_data_ptr<T>();
   const int64_t numel = a_view.numel();
@@ -219,7 +219,7 @@ void strided_cpu(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op 
 // Runs `op` (a functor over the math type Acc) on the plan's operands into a new contiguous
 // tensor of the broadcast shape and result dtype.
 template <typename MakeOp>
-at::Tensor run_binary_cpu(const BinaryPlan& plan, MakeOp make_op) {
+at::Tensor run_binary_cpu(const BinaryPlan& plan, const char* name, MakeOp make_op) {
   at::Tensor out = at::empty(plan.shape, at::TensorOptions().dtype(plan.dtype).device(plan.device));
   if (plan.path == BinaryPath::kEmpty) return out;
   const at::Tensor& a = plan.self.tensor;
@@ -251,11 +251,13 @@ at::Tensor run_binary_cpu(const BinaryPlan& plan, MakeOp make_op) {
         return;
       case BinaryPath::kStrided:
         if (plan.other.is_value()) {
-          strided_cpu<scalar_t>(a, a, o, ValueRightOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.other.value)});
+          strided_cpu<scalar_t>(
+              a, a, o, ValueRightOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.other.value)}, name);
         } else if (plan.self.is_value()) {
-          strided_cpu<scalar_t>(b, b, o, ValueLeftOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.self.value)});
+          strided_cpu<scalar_t>(
+              b, b, o, ValueLeftOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.self.value)}, name);
         } else {
-          strided_cpu<scalar_t>(a, b, o, op);
+          strided_cpu<scalar_t>(a, b, o, op, name);
         }
         return;
       case BinaryPath::kEmpty: return;
@@ -266,7 +268,7 @@ at::Tensor run_binary_cpu(const BinaryPlan& plan, MakeOp make_op) {
 
 at::Tensor add_plan_cpu(const BinaryPlan& plan, const at::Scalar& alpha) {
   check_alpha(alpha, plan.dtype, "add");
-  return run_binary_cpu(plan, [&](auto acc) {
+  return run_binary_cpu(plan, "add", [&](auto acc) {
     using Acc = decltype(acc);
     return AddOp<Acc>{scalar_to<Acc>(alpha)};
   });
@@ -281,11 +283,11 @@ at::Tensor add_scalar_cpu(const at::Tensor& self, const at::Scalar& other, const
 }
 
 at::Tensor mul_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return run_binary_cpu(plan_binary(self, other, "mul"), [](auto) { return MulOp{}; });
+  return run_binary_cpu(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
 }
 
 at::Tensor mul_scalar_cpu(const at::Tensor& self, const at::Scalar& other) {
-  return run_binary_cpu(plan_binary(self, other, "mul"), [](auto) { return MulOp{}; });
+  return run_binary_cpu(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
 }
 
 at::Tensor sum_leading_cpu(const at::Tensor& self_in, const c10::optional<at::Tensor>& other_in,

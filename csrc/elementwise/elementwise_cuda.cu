@@ -481,9 +481,9 @@ inline int64_t span_of(const StridedPair& p, const int64_t* strides) {
 
 template <typename T, typename Op>
 void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, const char* name) {
   // Views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
-  const StridedPair p = make_strided_pair(a_view, b_view, "binary");
+  const StridedPair p = make_strided_pair(a_view, b_view, name);
   const int64_t numel = a_view.numel();
   const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(numel, kThreads), int64_t(sm_count()) * 64);
   const bool small = numel <= INT32_MAX && span_of(p, p.out_strides) <= INT32_MAX &&
@@ -545,13 +545,13 @@ at::Tensor run_binary_cuda(const BinaryPlan& plan, const char* name, MakeOp make
         // A host value with a strided tensor: the tensor stands in for both operands and the value
         // goes in the functor (one kernel shape for all strided cases).
         if (plan.other.is_value()) {
-          launch_strided_binary<scalar_t>(a, a, o, ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)},
-                                          stream);
+          launch_strided_binary<scalar_t>(
+              a, a, o, ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)}, stream, name);
         } else if (plan.self.is_value()) {
-          launch_strided_binary<scalar_t>(b, b, o, ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)},
-                                          stream);
+          launch_strided_binary<scalar_t>(
+              b, b, o, ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)}, stream, name);
         } else {
-          launch_strided_binary<scalar_t>(a, b, o, op, stream);
+          launch_strided_binary<scalar_t>(a, b, o, op, stream, name);
         }
         return;
       case BinaryPath::kEmpty: return;
