@@ -685,3 +685,23 @@ def test_cuda_binary_matches_torch_bitwise(name):
         v = make_tensor((130,), dtype, "cuda", seed=6)
         assert torch.equal(run_binary(name, a, v), torch_binary(name, a, v))
         assert torch.equal(run_binary(name, a, a.t().contiguous().t()), torch_binary(name, a, a))
+
+
+def test_compile_fullgraph_broadcast_and_numbers():
+    """torch.compile traces broadcasting add/mul and the Scalar overloads (fake kernels) both ways."""
+    torch._dynamo.reset()
+
+    def f(x, col, s):
+        return cudasteps.mul(cudasteps.add(x, col, alpha=2), 0.5).add(cudasteps.mul(x, s)).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = make_tensor((6, 10), low=-2, high=2).requires_grad_(True)
+    col = make_tensor((6, 1), seed=1).requires_grad_(True)
+    s = make_tensor((), seed=2).requires_grad_(True)
+    compiled(x, col, s).backward()
+    grads = [t.grad.clone() for t in (x, col, s)]
+    for t in (x, col, s):
+        t.grad = None
+    f(x, col, s).backward()
+    for got, t in zip(grads, (x, col, s)):
+        assert got.shape == t.shape and torch.allclose(got, t.grad)
