@@ -57,17 +57,22 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 16 bytes global -> shared, bypassing L1 (.cg). When !pred nothing is read and the 16 bytes are
-// zero-filled (src-size 0), which is how ragged tile edges enter the sum as zeros.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
+// 16 bytes global -> shared, bypassing L1 (.cg): the first `src_bytes` (0..16) are read, the rest
+// of the 16 are zero-filled. This is how ragged tile edges enter the sum as zeros: a row past M or
+// a chunk past K reads nothing (0), the chunk that straddles K reads only its valid part.
+__device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, int src_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int src_bytes = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(src_bytes));
 #else
-  (void)smem, (void)gmem, (void)pred;
+  (void)smem, (void)gmem, (void)src_bytes;
   __trap();
 #endif
+}
+
+// All 16 bytes when `pred`, else zeros.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
+  cp_async_16_zfill(smem, gmem, pred ? 16 : 0);
 }
 
 __device__ __forceinline__ void cp_async_commit() {
