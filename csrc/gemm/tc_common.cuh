@@ -70,6 +70,19 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool p
 #endif
 }
 
+// 16 bytes global -> shared of which only the first `src_bytes` (0..16) are read; the rest of the
+// 16 shared bytes are zero-filled. For a chunk that straddles the end of a row (K or M not a
+// multiple of the chunk): the elements past the end enter the sum as zeros and are never read.
+__device__ __forceinline__ void cp_async_16_bytes(void* smem, const void* gmem, int src_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(src_bytes));
+#else
+  (void)smem, (void)gmem, (void)src_bytes;
+  __trap();
+#endif
+}
+
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
