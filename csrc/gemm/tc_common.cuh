@@ -57,10 +57,11 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 16 bytes global -> shared, bypassing L1 (.cg): the first `src_bytes` (0..16) are read, the rest
-// of the 16 are zero-filled. This is how ragged tile edges enter the sum as zeros: a row past M or
-// a chunk past K reads nothing (0), the chunk that straddles K reads only its valid part.
-__device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, int src_bytes) {
+// 16 bytes global -> shared (.cg: bypassing L1) of which only the first `src_bytes` (0..16) are
+// read; the rest of the 16 shared bytes are zero-filled. This is how ragged tile edges enter the
+// sum as zeros: a row past M or a chunk past K reads nothing (0), the chunk that straddles the end
+// of a row reads only its valid part.
+__device__ __forceinline__ void cp_async_16_bytes(void* smem, const void* gmem, int src_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(src_bytes));
@@ -72,7 +73,7 @@ __device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, 
 
 // All 16 bytes when `pred`, else zeros.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
-  cp_async_16_zfill(smem, gmem, pred ? 16 : 0);
+  cp_async_16_bytes(smem, gmem, pred ? 16 : 0);
 }
 
 __device__ __forceinline__ void cp_async_commit() {

@@ -252,7 +252,7 @@ __device__ __forceinline__ void cp_async_tile(uint8_t* stage, const uint8_t* src
       bytes = left >= 16 ? 16 : int(left);
       g = src + (row * ld + k) * kElemBytes;
     }
-    tc::cp_async_16_zfill(stage + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
+    tc::cp_async_16_bytes(stage + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
   }
 }
 
