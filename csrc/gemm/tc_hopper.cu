@@ -11,18 +11,23 @@
 //                     address arithmetic or predication in the main loop, edges zero-filled by TMA.
 //   tc:ws_persistent  + warp specialization: a producer warpgroup (registers given back with
 //                     setmaxnreg) keeps the ring full while two consumer warpgroups (setmaxnreg up)
-//                     run wgmma; full/empty mbarriers instead of block-wide barriers; one block per
-//                     SM walking the output tiles in a grouped (L2-friendly) order, so the
-//                     prologue of one tile overlaps the epilogue of the last.
+//                     run wgmma; full/empty mbarriers instead of block-wide barriers, one k-tile
+//                     of wgmmas kept in flight while the previous stage is released; one block
+//                     per SM walking the output tiles in a grouped (L2-friendly) order, so the
+//                     loads of one tile overlap the epilogue of the last. Outputs too small to
+//                     fill the SMs are split along K (fp32 partials, added in a fixed order).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
-// swizzle row of K (64 bf16/fp16 or 32 tf32). Operands must be K-major (A row-major, B
-// column-major, as linear's x and weight are) and TMA-describable (16-byte aligned base and leading
-// dimension): tc_hopper_supports() says so, and the dispatcher transposes or repacks the rest.
+// swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
+// layout (the wgmma transpose bits; MN-major tiles are 64-element blocks of k-rows), TF32 ones
+// K-major only (A row-major, B column-major, as linear's x and weight are). Operands must be
+// TMA-describable (16-byte aligned base and leading dimension): tc_hopper_supports() says so,
+// and the dispatcher transposes or repacks the rest.
 //
 // Build: this file is compiled for sm_90a only (setup.py gives it -gencode=arch=compute_90a,
 // code=sm_90a when the arch list has 9.0, and defines CUDASTEPS_HOPPER_KERNELS); in a build
 // without 9.0 it compiles to stubs and tc_hopper_available() is false.
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/Exception.h>
@@ -58,6 +63,11 @@ struct HopperCfg {
   // As many stages as fit beside the barriers in 227 KiB: 4 for 128 x 256, 6 for 128 x 128.
   static constexpr int kStages = BN == 256 ? 4 : 6;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
+  // An MN-major operand tile is stored as 64-element MN blocks of BK k-rows of 128 bytes.
+  static constexpr int kBlockBytes = BK * 128;
+  // Offset of consumer warpgroup w's 64 rows of A: 64 K-major rows, or one MN-major block (the
+  // same 8 KiB either way).
+  static constexpr int kAHalfBytes = 64 * 128;
   // 1024 bytes of slack to align the ring to the 1024-byte swizzle atom, then the barriers.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
 };
@@ -73,30 +83,47 @@ __device__ __forceinline__ void hopper_only() {
 #endif
 }
 
-// Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: rows of 128 bytes,
-// 8-row groups 1024 bytes apart (stride byte offset), leading byte offset unused for this swizzle.
-// Advancing the start address by 32 bytes steps one k16 (bf16/fp16) or k8 (tf32) slice.
-__device__ __forceinline__ uint64_t kmajor_sw128_desc(const void* tile) {
+// Shared-memory matrix descriptor of an operand tile in the 128-byte swizzle (TMA's
+// CU_TENSOR_MAP_SWIZZLE_128B; the 1024-byte atoms start 1024-byte aligned, so base offset 0):
+//   K-major:  rows of 128 bytes of K, 8-row groups 1024 bytes apart (stride byte offset); the
+//             leading byte offset is unused. One k16 (bf16/fp16) or k8 (tf32) slice is 32 bytes
+//             further along each row.
+//   MN-major: blocks of 64 MN-elements x BK k-rows, each k-row 128 bytes; 8-k-row groups 1024
+//             bytes apart (stride byte offset), 64-element MN blocks `block_bytes` apart (leading
+//             byte offset). One k16 slice is 16 rows = 2048 bytes further.
+template <bool KMajor>
+__device__ __forceinline__ uint64_t sw128_desc(const void* tile, uint32_t block_bytes) {
   const uint64_t addr = smem_u32(tile);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
+  const uint64_t lbo = KMajor ? 1 : (block_bytes >> 4);
+  return ((addr & 0x3FFFF) >> 4) | (lbo << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-// One k-tile (128 bytes of K) of this warpgroup's 64 x BN block: kKSteps wgmmas, each 32 bytes of K.
-template <TcType T, int BN>
+// Descriptor advance (in 16-byte units) from one MMA k-slice to the next.
+template <bool KMajor, int kMmaK>
+constexpr uint64_t desc_k_step() {
+  return KMajor ? (32 >> 4) : (kMmaK * 128) >> 4;
+}
+
+// One k-tile (128 bytes of K per row) of this warpgroup's 64 x BN block: kKSteps wgmmas.
+// a_tile: this warpgroup's 64 rows of A; b_tile: all BN columns of B.
+template <TcType T, int BN, bool AK, bool BKm>
 __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* a_tile,
                                              const uint8_t* b_tile) {
 #ifdef CUDASTEPS_SM90A_DEVICE
-  const uint64_t da = kmajor_sw128_desc(a_tile), db = kmajor_sw128_desc(b_tile);
+  using Cfg = HopperCfg<T, BN>;
+  const uint64_t da = sw128_desc<AK>(a_tile, Cfg::kBlockBytes);
+  const uint64_t db = sw128_desc<BKm>(b_tile, Cfg::kBlockBytes);
+  constexpr int ta = AK ? 0 : 1, tb = BKm ? 0 : 1;
 #pragma unroll
-  for (int s = 0; s < HopperCfg<T, BN>::kKSteps; ++s) {
-    const uint64_t step = uint64_t(s) * (32 >> 4);
-    if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16(d, da + step, db + step);
-    if constexpr (T == TcType::kBF16 && BN == 128) wgmma_m64n128k16_bf16(d, da + step, db + step);
-    if constexpr (T == TcType::kFP16 && BN == 256) wgmma_m64n256k16_fp16(d, da + step, db + step);
-    if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16(d, da + step, db + step);
-    if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, da + step, db + step);
-    if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, da + step, db + step);
+  for (int s = 0; s < Cfg::kKSteps; ++s) {
+    const uint64_t sa = da + s * desc_k_step<AK, Cfg::kMmaK>();
+    const uint64_t sb = db + s * desc_k_step<BKm, Cfg::kMmaK>();
+    if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kBF16 && BN == 128) wgmma_m64n128k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 256) wgmma_m64n256k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
   }
 #else
   (void)d, (void)a_tile, (void)b_tile;
@@ -228,35 +255,69 @@ struct HopperParams {
   int64_t M, N, K;
   int k_tiles;
   TileRaster raster;
+  // Split-K (tc:ws_persistent): each tile's k-tiles are cut into `splits` ranges of
+  // `k_tiles_per_split`; with splits > 1 every range writes its fp32 sums to
+  // partial[split][M][N] and splitk_reduce_kernel adds them in a fixed order (deterministic).
+  int splits;
+  int k_tiles_per_split;
+  float* partial;
 };
 
-// ---- tc:wgmma: cp.async ring, every thread loads ----
+// ---- operand tiles: TMA boxes and cp.async chunks in the 128-byte swizzle ----
 
-// Tile rows [row0, row0 + rows) x k-tile kt of a K-major operand into a 128-byte-swizzled stage:
-// 16-byte chunk c of row r lands at chunk c ^ (r % 8) of that row, the layout TMA's 128-byte
-// swizzle writes and the wgmma descriptor reads (8 rows of one chunk column hit 8 different
-// 16-byte bank groups, so neither the stores nor the tensor core's reads conflict).
-template <int Rows, int kElemBytes>
-__device__ __forceinline__ void cp_async_tile(uint8_t* stage, const uint8_t* src, int64_t ld,
-                                              int64_t row0, int64_t rows_total, int64_t k0,
-                                              int64_t K) {
-  constexpr int kChunks = Rows * 8;
-  constexpr int kElemsPerChunk = 16 / kElemBytes;
-  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
-    const int r = i / 8, c = i % 8;
-    const int64_t row = row0 + r, k = k0 + int64_t(c) * kElemsPerChunk;
-    int bytes = 0;
-    const uint8_t* g = src;
-    if (row < rows_total && k < K) {
-      const int64_t left = (K - k) * kElemBytes;
-      bytes = left >= 16 ? 16 : int(left);
-      g = src + (row * ld + k) * kElemBytes;
+// TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
+// K-major: one box of BK x Rows. MN-major: Rows / 64 boxes of 64 (MN) x BK, one block each.
+template <bool KMajor, int Rows, int BK>
+__device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
+                                         int mn0, int kt) {
+  if constexpr (KMajor) {
+    tma_load_2d(dst, map, bar, kt * BK, mn0);
+  } else {
+#pragma unroll
+    for (int blk = 0; blk < Rows / 64; ++blk) {
+      tma_load_2d(dst + blk * BK * 128, map, bar, mn0 + blk * 64, kt * BK);
     }
-    tc::cp_async_16_bytes(stage + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
   }
 }
 
-template <TcType T, int BN>
+// cp.async (tc:wgmma): the same tile and layout as tma_tile writes, by every thread of the block.
+// 16-byte chunk c of a 128-byte row r lands at chunk c ^ (r % 8): 8 consecutive rows of one chunk
+// column hit 8 different 16-byte bank groups, so neither the stores nor the tensor cores' reads
+// conflict. Chunks past the matrix edge are zero-filled (cp_async_16_bytes), as TMA does.
+template <bool KMajor, int Rows, int BK, int kElemBytes>
+__device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, int64_t ld,
+                                              int64_t mn0, int64_t mn_total, int64_t k0,
+                                              int64_t K) {
+  static_assert(KMajor || BK * kElemBytes == 128, "MN-major tiles are 64-element blocks of BK rows");
+  constexpr int kElemsPerChunk = 16 / kElemBytes;
+  // K-major: Rows rows (mn) of 8 chunks along k. MN-major: Rows / 64 blocks of BK rows (k) of 8
+  // chunks along mn.
+  constexpr int kChunks = Rows * 8;
+  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
+    int r, c, blk;
+    int64_t row_mn, k, left;
+    if constexpr (KMajor) {
+      r = i / 8, c = i % 8, blk = 0;
+      row_mn = mn0 + r;
+      k = k0 + int64_t(c) * kElemsPerChunk;
+      left = row_mn < mn_total ? (K - k) * kElemBytes : 0;
+    } else {
+      blk = i / (BK * 8), r = (i / 8) % BK, c = i % 8;
+      row_mn = mn0 + blk * 64 + int64_t(c) * kElemsPerChunk;
+      k = k0 + r;
+      left = k < K ? (mn_total - row_mn) * kElemBytes : 0;
+    }
+    const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : int(left));
+    const uint8_t* g = bytes == 0 ? src
+                       : KMajor   ? src + (row_mn * ld + k) * kElemBytes
+                                  : src + (k * ld + row_mn) * kElemBytes;
+    tc::cp_async_16_bytes(dst + blk * BK * 128 + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
+  }
+}
+
+// ---- tc:wgmma: cp.async ring, every thread loads ----
+
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(256, 1)
     wgmma_cp_async_kernel(const HopperParams p, const Epilogue<T> ep) {
   using Cfg = HopperCfg<T, BN>;
@@ -270,8 +331,9 @@ __global__ void __launch_bounds__(256, 1)
   auto load = [&](int kt) {
     uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
     const int64_t k0 = int64_t(kt) * Cfg::BK;
-    cp_async_tile<Cfg::BM, Cfg::kElemBytes>(stage, p.a, p.lda, m0, p.M, k0, p.K);
-    cp_async_tile<BN, Cfg::kElemBytes>(stage + Cfg::kABytes, p.b, p.ldb, n0, p.N, k0, p.K);
+    cp_async_tile<AK, Cfg::BM, Cfg::BK, Cfg::kElemBytes>(stage, p.a, p.lda, m0, p.M, k0, p.K);
+    cp_async_tile<BKm, BN, Cfg::BK, Cfg::kElemBytes>(stage + Cfg::kABytes, p.b, p.ldb, n0, p.N, k0,
+                                                     p.K);
   };
   for (int s = 0; s < Cfg::kStages - 1; ++s) {
     if (s < p.k_tiles) load(s);
@@ -286,8 +348,9 @@ __global__ void __launch_bounds__(256, 1)
     if (kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
     tc::cp_async_commit();
     const uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
+    keep_live(d);
     wgmma_fence();
-    wgmma_k_tile<T, BN>(d, stage + wg * 64 * 128, stage + Cfg::kABytes);
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
     wgmma_commit();
     wgmma_wait<0>();
     keep_live(d);
@@ -297,7 +360,7 @@ __global__ void __launch_bounds__(256, 1)
 
 // ---- tc:wgmma_tma: TMA into the ring, one thread issues, block barrier to recycle a stage ----
 
-template <TcType T, int BN>
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(256, 1)
     wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a,
                      const __grid_constant__ CUtensorMap map_b, const HopperParams p,
@@ -319,8 +382,8 @@ __global__ void __launch_bounds__(256, 1)
     const int s = kt % Cfg::kStages;
     uint8_t* stage = ring + s * Cfg::kStageBytes;
     mbar_arrive_expect_tx(&full[s], Cfg::kStageBytes);
-    tma_load_2d(stage, &map_a, &full[s], kt * Cfg::BK, m0);
-    tma_load_2d(stage + Cfg::kABytes, &map_b, &full[s], kt * Cfg::BK, n0);
+    tma_tile<AK, Cfg::BM, Cfg::BK>(stage, &map_a, &full[s], m0, kt);
+    tma_tile<BKm, BN, Cfg::BK>(stage + Cfg::kABytes, &map_b, &full[s], n0, kt);
   };
   if (threadIdx.x == 0) {
     for (int kt = 0; kt < Cfg::kStages - 1 && kt < p.k_tiles; ++kt) load(kt);
@@ -331,12 +394,13 @@ __global__ void __launch_bounds__(256, 1)
     const int s = kt % Cfg::kStages;
     mbar_wait(&full[s], (kt / Cfg::kStages) & 1);
     const uint8_t* stage = ring + s * Cfg::kStageBytes;
+    keep_live(d);
     wgmma_fence();
-    wgmma_k_tile<T, BN>(d, stage + wg * 64 * 128, stage + Cfg::kABytes);
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
     wgmma_commit();
     wgmma_wait<0>();
     keep_live(d);
-    __syncthreads();  // both warpgroups are done with stage kt, which the next load refills
+    __syncthreads();  // both warpgroups are done with stage kt - 1, which the next load refills
     if (threadIdx.x == 0 && kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
   }
   store_accumulators<T, BN>(ep, d, int64_t(m0) + wg * 64, n0);
@@ -344,7 +408,26 @@ __global__ void __launch_bounds__(256, 1)
 
 // ---- tc:ws_persistent: producer warpgroup + 2 consumer warpgroups, persistent tiles ----
 
-template <TcType T, int BN>
+// Split-K partial sums of a consumer warpgroup's 64 x BN block, fp32, bounds-checked.
+template <int BN>
+__device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t N,
+                                              const float (&d)[BN / 2], int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int64_t row = m0 + warp * 16 + lane / 4;
+  const int64_t col = n0 + 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t m = row + 8 * h, n = col + 8 * j;
+      if (m >= M) continue;
+      if (n < N) partial[m * N + n] = d[4 * j + 2 * h];
+      if (n + 1 < N) partial[m * N + n + 1] = d[4 * j + 2 * h + 1];
+    }
+  }
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b, const HopperParams p,
@@ -357,13 +440,14 @@ __global__ void __launch_bounds__(384, 1)
   uint64_t* empty = full + S;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbar_init(&full[s], 1);      // the producer's arrive (plus the TMA bytes)
-      mbar_init(&empty[s], 256);   // every consumer thread, once it is done reading the stage
+      mbar_init(&full[s], 1);     // the producer's arrive (plus the TMA bytes)
+      mbar_init(&empty[s], 256);  // every consumer thread, once its wgmmas have read the stage
     }
     fence_barrier_init();
   }
   __syncthreads();
-  const int tiles = p.raster.count();
+  // Work units: (tile, k range); consecutive units are the k ranges of one tile.
+  const int units = p.raster.count() * p.splits;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
@@ -372,15 +456,17 @@ __global__ void __launch_bounds__(384, 1)
 #endif
     if (threadIdx.x == 0) {
       int stage = 0, phase = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
         int tm, tn;
-        p.raster.coords(tile, tm, tn);
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
+        p.raster.coords(unit / p.splits, tm, tn);
+        const int kb = (unit % p.splits) * p.k_tiles_per_split;
+        const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
+        for (int kt = kb; kt < ke; ++kt) {
           mbar_wait(&empty[stage], phase ^ 1);
           uint8_t* dst = ring + stage * Cfg::kStageBytes;
           mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-          tma_load_2d(dst, &map_a, &full[stage], kt * Cfg::BK, tm * Cfg::BM);
-          tma_load_2d(dst + Cfg::kABytes, &map_b, &full[stage], kt * Cfg::BK, tn * BN);
+          tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
+          tma_tile<BKm, BN, Cfg::BK>(dst + Cfg::kABytes, &map_b, &full[stage], tn * BN, kt);
           if (++stage == S) stage = 0, phase ^= 1;
         }
       }
@@ -392,23 +478,52 @@ __global__ void __launch_bounds__(384, 1)
     const int cwg = wg - 1;  // which 64-row half of the tile
     int stage = 0, phase = 0;
     float d[Cfg::kAccs];
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
       int tm, tn;
-      p.raster.coords(tile, tm, tn);
+      p.raster.coords(unit / p.splits, tm, tn);
+      const int split = unit % p.splits;
+      const int kb = split * p.k_tiles_per_split;
+      const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
       zero(d);
-      for (int kt = 0; kt < p.k_tiles; ++kt) {
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
         mbar_wait(&full[stage], phase);
         const uint8_t* src = ring + stage * Cfg::kStageBytes;
-        wgmma_fence();
-        wgmma_k_tile<T, BN>(d, src + cwg * 64 * 128, src + Cfg::kABytes);
-        wgmma_commit();
-        wgmma_wait<0>();
         keep_live(d);
-        mbar_arrive(&empty[stage]);
+        wgmma_fence();
+        wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
+        wgmma_commit();
+        // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
+        // the tensor cores never wait for the release round trip.
+        wgmma_wait<1>();
+        keep_live(d);
+        if (prev >= 0) mbar_arrive(&empty[prev]);
+        prev = stage;
         if (++stage == S) stage = 0, phase ^= 1;
       }
-      store_accumulators<T, BN>(ep, d, int64_t(tm) * Cfg::BM + cwg * 64, int64_t(tn) * BN);
+      wgmma_wait<0>();
+      keep_live(d);
+      if (prev >= 0) mbar_arrive(&empty[prev]);
+      const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
+      if (p.splits == 1) {
+        store_accumulators<T, BN>(ep, d, m0, n0);
+      } else {
+        store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
+      }
     }
+  }
+}
+
+// out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
+template <TcType T>
+__global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
+                                     const Epilogue<T> ep) {
+  const int64_t total = ep.M * ep.N;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < splits; ++s) sum += partial[int64_t(s) * total + i];
+    ep.store_one(i / ep.N, i % ep.N, sum);
   }
 }
 
@@ -438,31 +553,45 @@ EncodeTiledFn encode_tiled() {
   return fn;
 }
 
-// A K-major operand (rows x K, element (r, k) at base[r * ld + k]) as a 2-D tensor map whose box
-// is one stage tile: BK elements of K (128 bytes, swizzled) by box_rows rows.
-CUtensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t K, int64_t ld, TcType type,
-                              int box_rows) {
+// An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
+// (r, k) at base[r * ld + k]) boxes of BK x box_rows; MN-major (element (r, k) at base[k * ld + r])
+// boxes of 64 x BK. Out-of-bounds box elements arrive as zeros.
+CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int64_t K, int64_t ld,
+                               TcType type, int box_rows) {
   const int eb = tc_elem_bytes(type);
+  const int bk = 128 / eb;
   const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                     : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t dims[2] = {cuuint64_t(k_major ? K : rows), cuuint64_t(k_major ? rows : K)};
   const cuuint64_t strides[1] = {cuuint64_t(ld) * eb};
-  const cuuint32_t box[2] = {cuuint32_t(128 / eb), cuuint32_t(box_rows)};
+  const cuuint32_t box[2] = {cuuint32_t(k_major ? bk : 64), cuuint32_t(k_major ? box_rows : bk)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = encode_tiled()(&map, dtype, 2, const_cast<void*>(base), dims, strides, box,
                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "cudasteps.mm: cuTensorMapEncodeTiled failed (error ", int(r),
-              ") for a [", rows, ", ", K, "] operand with leading dimension ", ld);
+              ") for a ", rows, " x ", K, (k_major ? " K-major" : " MN-major"),
+              " operand with leading dimension ", ld);
   return map;
 }
 
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
 
-template <TcType T, int BN>
+// Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
+// at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
+constexpr int kSplitMinKTiles = 8;
+constexpr int kSplitMax = 16;
+
+int choose_splits(int tiles, int k_tiles, int sms) {
+  if (tiles * 2 > sms) return 1;
+  const int want = std::min(sms / tiles, kSplitMax);
+  return std::max(1, std::min(want, k_tiles / kSplitMinKTiles));
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BN>;
   HopperParams p;
@@ -475,56 +604,93 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.K = pr.K;
   p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
   const int64_t tiles_m = ceil_div<int64_t>(pr.M, Cfg::BM), tiles_n = ceil_div<int64_t>(pr.N, BN);
-  TORCH_CHECK(tiles_m * tiles_n <= INT_MAX, "cudasteps.mm: the output [", pr.M, ", ", pr.N,
-              "] has more than 2^31 - 1 tiles of ", Cfg::BM, " x ", BN);
+  TORCH_CHECK(tiles_m * tiles_n <= INT_MAX / kSplitMax, "cudasteps.mm: the output [", pr.M, ", ",
+              pr.N, "] has too many tiles of ", Cfg::BM, " x ", BN);
   p.raster.tiles_m = int(tiles_m);
   p.raster.tiles_n = int(tiles_n);
   p.raster.group = 8;
+  p.splits = 1;
+  p.k_tiles_per_split = p.k_tiles;
+  p.partial = nullptr;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   const int tiles = p.raster.count();
   if (which == HopperKernel::kCpAsync) {
-    auto kernel = wgmma_cp_async_kernel<T, BN>;
+    auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::kSmemBytes));
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  const CUtensorMap map_a = kmajor_tensor_map(pr.a, pr.M, pr.K, pr.lda, T, Cfg::BM);
-  const CUtensorMap map_b = kmajor_tensor_map(pr.b, pr.N, pr.K, pr.ldb, T, BN);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
+  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
   if (which == HopperKernel::kTma) {
-    auto kernel = wgmma_tma_kernel<T, BN>;
+    auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::kSmemBytes));
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  auto kernel = wgmma_ws_kernel<T, BN>;
+  const int sms = sm_count();
+  p.splits = choose_splits(tiles, p.k_tiles, sms);
+  at::Tensor partial;
+  if (p.splits > 1) {
+    p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
+    p.splits = ceil_div(p.k_tiles, p.k_tiles_per_split);  // no empty range
+    partial = at::empty({p.splits, pr.M, pr.N},
+                        at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, c10::cuda::current_device()));
+    p.partial = partial.data_ptr<float>();
+  }
+  auto kernel = wgmma_ws_kernel<T, BN, AK, BKm>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       Cfg::kSmemBytes));
-  const int grid = std::min(tiles, sm_count());  // persistent: one block per SM
+  const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
   kernel<<<grid, 384, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (p.splits > 1) {
+    constexpr int kThreads = 256;
+    auto reduce = splitk_reduce_kernel<T>;
+    const int64_t blocks = persistent_grid(reduce, kThreads, pr.M * pr.N, kThreads);
+    reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
 }
 
 // 128 x 256 tiles when they still give every SM a tile, else 128 x 128 (twice the tiles).
-template <TcType T>
-void launch_any_bn(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+template <TcType T, bool AK, bool BKm>
+void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   const int64_t wide_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 256);
   if (wide_tiles >= sm_count()) {
-    launch_typed<T, 256>(p, which, stream);
+    launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
-    launch_typed<T, 128>(p, which, stream);
+    launch_typed<T, 128, AK, BKm>(p, which, stream);
+  }
+}
+
+template <TcType T>
+void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+  if constexpr (T == TcType::kTF32) {
+    launch_layout<T, true, true>(p, which, stream);  // tc_hopper_supports: K-major only
+  } else if (p.a_kmajor) {
+    if (p.b_kmajor) {
+      launch_layout<T, true, true>(p, which, stream);
+    } else {
+      launch_layout<T, true, false>(p, which, stream);
+    }
+  } else if (p.b_kmajor) {
+    launch_layout<T, false, true>(p, which, stream);
+  } else {
+    launch_layout<T, false, false>(p, which, stream);
   }
 }
 
 void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
   switch (p.type) {
-    case TcType::kBF16: return launch_any_bn<TcType::kBF16>(p, which, stream);
-    case TcType::kFP16: return launch_any_bn<TcType::kFP16>(p, which, stream);
-    default: return launch_any_bn<TcType::kTF32>(p, which, stream);
+    case TcType::kBF16: return launch_type<TcType::kBF16>(p, which, stream);
+    case TcType::kFP16: return launch_type<TcType::kFP16>(p, which, stream);
+    default: return launch_type<TcType::kTF32>(p, which, stream);
   }
 }
 
@@ -540,9 +706,10 @@ bool tc_hopper_available() {
 }
 
 bool tc_hopper_supports(const TcProblem& p) {
-  // TMA coordinates are 32-bit; K-major operands only (see the file comment).
-  return tc_hopper_available() && tc_operands_16b_aligned(p) && p.a_kmajor && p.b_kmajor &&
-         p.M < INT_MAX && p.N < INT_MAX && p.K < INT_MAX;
+  // TMA coordinates are 32-bit; TF32 wgmma reads K-major operands only.
+  const bool layouts_ok = p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor);
+  return tc_hopper_available() && tc_operands_16b_aligned(p) && layouts_ok && p.M < INT_MAX &&
+         p.N < INT_MAX && p.K < INT_MAX;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
