@@ -2,6 +2,7 @@
 
     torchrun --nproc-per-node 2 examples/train_ddp.py --impl cudasteps
     torchrun --nproc-per-node 4 examples/train_ddp.py --impl torch --epochs 10
+    torchrun --nproc-per-node 2 examples/train_ddp.py --impl cudasteps --amp bf16
 
 Rendezvous is env:// (torchrun sets MASTER_ADDR/PORT, RANK, WORLD_SIZE, LOCAL_RANK); NCCL on GPUs
 (one GPU per rank, cuda:LOCAL_RANK), gloo on CPU (--device cpu, or no GPU). The data is synthetic
@@ -80,6 +81,12 @@ def main(argv=None) -> int:
     parser.add_argument("--act", choices=["gelu", "relu", "silu"], default="gelu")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--amp",
+        choices=["none", "bf16", "fp16"],
+        default="none",
+        help="mixed precision: forward and loss under torch.autocast in this dtype (fp32 parameters)",
+    )
     args = parser.parse_args(argv)
 
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
@@ -98,13 +105,16 @@ def main(argv=None) -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True)
 
+    amp_dtype = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.amp]
+    # fp16 gradients need loss scaling (a GradScaler); bf16 has fp32's range and needs none.
+    scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
     model = build_model(args.impl, dims, args.act, seed=args.seed).to(device)
     ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     if rank == 0:
         print(
             f"impl={args.impl} world={world} device={device.type} backend={dist.get_backend()} "
-            f"dims={dims} cudasteps_cuda={cudasteps.cuda_available()}"
+            f"dims={dims} amp={args.amp} cudasteps_cuda={cudasteps.cuda_available()}"
         )
 
     for epoch in range(args.epochs):
@@ -112,10 +122,12 @@ def main(argv=None) -> int:
         total = torch.zeros(2, device=device)  # loss sum, batches
         for xb, yb in loader:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
-            loss = F.cross_entropy(ddp(xb), yb)
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                loss = F.cross_entropy(ddp(xb), yb)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             total += torch.stack([loss.detach(), torch.ones((), device=device)])
         dist.all_reduce(total)
         if rank == 0:

@@ -57,22 +57,10 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 16 bytes global -> shared, bypassing L1 (.cg). When !pred nothing is read and the 16 bytes are
-// zero-filled (src-size 0), which is how ragged tile edges enter the sum as zeros.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int src_bytes = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
-               "r"(src_bytes));
-#else
-  (void)smem, (void)gmem, (void)pred;
-  __trap();
-#endif
-}
-
-// 16 bytes global -> shared of which only the first `src_bytes` (0..16) are read; the rest of the
-// 16 shared bytes are zero-filled. For a chunk that straddles the end of a row (K or M not a
-// multiple of the chunk): the elements past the end enter the sum as zeros and are never read.
+// 16 bytes global -> shared (.cg: bypassing L1) of which only the first `src_bytes` (0..16) are
+// read; the rest of the 16 shared bytes are zero-filled. This is how ragged tile edges enter the
+// sum as zeros: a row past M or a chunk past K reads nothing (0), the chunk that straddles the end
+// of a row reads only its valid part.
 __device__ __forceinline__ void cp_async_16_bytes(void* smem, const void* gmem, int src_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
@@ -81,6 +69,11 @@ __device__ __forceinline__ void cp_async_16_bytes(void* smem, const void* gmem, 
   (void)smem, (void)gmem, (void)src_bytes;
   __trap();
 #endif
+}
+
+// All 16 bytes when `pred`, else zeros.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
+  cp_async_16_bytes(smem, gmem, pred ? 16 : 0);
 }
 
 __device__ __forceinline__ void cp_async_commit() {
