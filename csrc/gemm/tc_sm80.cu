@@ -317,9 +317,10 @@ struct TileCopy {
   static_assert(kRowStep % 8 == 0, "rows 8 apart share the swizzle key");
   static_assert(kPerThread * kThreads * 16 == BX * kKBytes, "whole chunks per thread");
 
-  const E* base;       // the operand: the (unread) source of zero-fill copies
+  // The operand pointer, leading dimension and the (unread) source address of zero-fill copies
+  // are not kept here: issue() takes them from the kernel parameters (constant memory), which
+  // saves registers in the main loop.
   const E* ptr;        // this thread's first chunk in the next k-tile
-  int64_t row_stride;  // elements between this thread's rows (kRowStep rows)
   int fixed_left;      // KMajor: rows (x) left from this thread's first row; else elements left
                        // along x from this thread's chunk. Constant; clamped to [-1, 2^30].
   int64_t k_left;      // KMajor: elements left along k from the chunk; else k rows left from the
@@ -333,7 +334,6 @@ struct TileCopy {
   __device__ __forceinline__ TileCopy(const E* src, int64_t ld, int64_t x0, int64_t x_end,
                                       int64_t k_end, int tid) {
     const int row = tid / kRowChunks, chunk = tid % kRowChunks;
-    base = src;
     if constexpr (KMajor) {
       ptr = src + (x0 + row) * ld + chunk * kEPC;
       fixed_left = clamp_left(x_end - (x0 + row));
@@ -343,12 +343,12 @@ struct TileCopy {
       fixed_left = clamp_left(x_end - (x0 + chunk * kEPC));
       k_left = k_end - row;
     }
-    row_stride = int64_t(kRowStep) * ld;
     smem_off = tc::swizzled_offset<kRowChunks>(row, chunk);
   }
 
   // Issues the copies of the next k-tile into `tile` and moves on to the following one.
-  __device__ __forceinline__ void issue(unsigned char* tile, int64_t ld) {
+  // zero_src: any valid global address (nothing is read from it).
+  __device__ __forceinline__ void issue(unsigned char* tile, int64_t ld, const void* zero_src) {
     // Bytes of a chunk inside the matrix along the contiguous dimension, and rows inside along
     // the other one.
     const int64_t along = KMajor ? k_left : fixed_left;
@@ -358,7 +358,8 @@ struct TileCopy {
     for (int j = 0; j < kPerThread; ++j) {
       const bool inside = bytes > 0 && j * kRowStep < rows;
       tc::cp_async_16_bytes(tile + smem_off + j * (kRowStep * kRowChunks * 16),
-                            inside ? ptr + j * row_stride : base, inside ? bytes : 0);
+                            inside ? static_cast<const void*>(ptr + j * kRowStep * ld) : zero_src,
+                            inside ? bytes : 0);
     }
     ptr += KMajor ? int64_t(kBK) : int64_t(kBK) * ld;
     k_left -= kBK;
@@ -405,8 +406,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   // Issues the cp.async copies of the next k-tile into ring slot `stage` (not committed).
   auto load_tile = [&](int stage) {
     unsigned char* sa = smem + stage * Cfg::kStageBytes;
-    copy_a.issue(sa, p.lda);
-    copy_b.issue(sa + kATileBytes, p.ldb);
+    copy_a.issue(sa, p.lda, p.a);
+    copy_b.issue(sa + kATileBytes, p.ldb, p.a);
   };
 
   // Per-lane constants of the ldmatrix addresses. Lane l serves row l % 8 of matrix q = l / 8.
@@ -428,10 +429,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 
   uint32_t af[2][MI][4], bf[2][NI][2];
 
-  // Fragments of k-step ks of the tile in ring slot `stage`, into buffer `buf`.
-  auto load_frags = [&](int stage, int ks, uint32_t(&fa)[MI][4], uint32_t(&fb)[NI][2]) {
+  // A fragments of k-step ks of the tile in ring slot `stage` (all MI MMA tiles).
+  auto load_a_frags = [&](int stage, int ks, uint32_t(&fa)[MI][4]) {
     const uint32_t sa = smem_base + stage * Cfg::kStageBytes;
-    const uint32_t sb = sa + kATileBytes;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
       if constexpr (AK) {
@@ -446,23 +446,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
         tc::ldmatrix_x4_trans(fa[i], addr);
       }
     }
-#pragma unroll
-    for (int j = 0; j < NI / 2; ++j) {
-      uint32_t r[4];
-      if constexpr (BK) {
-        const uint32_t addr = sb + uint32_t(b_row + j * 16) * (kBRowChunks * 16) +
-                              uint32_t(((ks * kStepChunks + b_chunk) ^ b_key) * 16);
-        tc::ldmatrix_x4(r, addr);
-      } else {
-        const uint32_t addr = sb + uint32_t(ks * kMmaK + b_row) * (kBRowChunks * 16) +
-                              uint32_t(((b_chunk + j * 2) ^ b_key) * 16);
-        tc::ldmatrix_x4_trans(r, addr);
-      }
-      fb[2 * j][0] = r[0];
-      fb[2 * j][1] = r[1];
-      fb[2 * j + 1][0] = r[2];
-      fb[2 * j + 1][1] = r[3];
+  };
+  // B fragments of n-tiles 2 jp and 2 jp + 1 (one ldmatrix.x4) of k-step ks.
+  auto load_b_pair = [&](int stage, int ks, int jp, uint32_t(&fb)[NI][2]) {
+    const uint32_t sb = smem_base + stage * Cfg::kStageBytes + kATileBytes;
+    uint32_t r[4];
+    if constexpr (BK) {
+      const uint32_t addr = sb + uint32_t(b_row + jp * 16) * (kBRowChunks * 16) +
+                            uint32_t(((ks * kStepChunks + b_chunk) ^ b_key) * 16);
+      tc::ldmatrix_x4(r, addr);
+    } else {
+      const uint32_t addr = sb + uint32_t(ks * kMmaK + b_row) * (kBRowChunks * 16) +
+                            uint32_t(((b_chunk + jp * 2) ^ b_key) * 16);
+      tc::ldmatrix_x4_trans(r, addr);
     }
+    fb[2 * jp][0] = r[0];
+    fb[2 * jp][1] = r[1];
+    fb[2 * jp + 1][0] = r[2];
+    fb[2 * jp + 1][1] = r[3];
   };
 
   float acc[MI][NI][4];
@@ -485,7 +486,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 
   int read_stage = 0;
   int write_stage = Cfg::Stages - 1;
-  load_frags(read_stage, 0, af[0], bf[0]);
+  load_a_frags(read_stage, 0, af[0]);
+#pragma unroll
+  for (int jp = 0; jp < NI / 2; ++jp) load_b_pair(read_stage, 0, jp, bf[0]);
 
   for (int64_t kt = 0; kt < num_k_tiles; ++kt) {
 #pragma unroll
@@ -500,44 +503,67 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
         read_stage = read_stage + 1 == Cfg::Stages ? 0 : read_stage + 1;
       }
       // Fragments of the next k-step (of this tile, or the first of the next one) load while
-      // the MMAs of this one run.
-      if (ks + 1 < kKSteps || kt + 1 < num_k_tiles) {
-        load_frags(read_stage, (ks + 1) % kKSteps, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
-      }
+      // the MMAs of this one run: A first (used by every MMA of the step), B pair by pair as the
+      // MMAs of the current step release the pair's registers, which keeps the 64x64 warp tile
+      // (128 accumulators + fragments) within 255 registers.
+      const int next = (ks + 1) % 2;
+      const int next_ks = (ks + 1) % kKSteps;
+      const bool has_next = ks + 1 < kKSteps || kt + 1 < num_k_tiles;
+      if (has_next) load_a_frags(read_stage, next_ks, af[next]);
       if (ks == 0) {
         // Slot write_stage held tile kt - 1, last read before the barrier of iteration kt - 1.
         if (kt + Cfg::Stages - 1 < num_k_tiles) load_tile(write_stage);  // tile kt + Stages - 1
         tc::cp_async_commit();
         write_stage = write_stage + 1 == Cfg::Stages ? 0 : write_stage + 1;
       }
+      const int cur = ks % 2;
       if constexpr (T == TcType::kTF32) {
         // ldmatrix delivers raw fp32 bits: round them to TF32 (to nearest) just before use.
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) tc::round_tf32(af[ks % 2][i][c]);
+          for (int c = 0; c < 4; ++c) tc::round_tf32(af[cur][i][c]);
 #pragma unroll
         for (int j = 0; j < NI; ++j)
 #pragma unroll
-          for (int c = 0; c < 2; ++c) tc::round_tf32(bf[ks % 2][j][c]);
+          for (int c = 0; c < 2; ++c) tc::round_tf32(bf[cur][j][c]);
       }
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+      for (int jp = 0; jp < NI / 2; ++jp) {
 #pragma unroll
-        for (int j = 0; j < NI; ++j) Mma<T>::run(acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
+        for (int i = 0; i < MI; ++i) {
+          Mma<T>::run(acc[i][2 * jp], af[cur][i], bf[cur][2 * jp]);
+          Mma<T>::run(acc[i][2 * jp + 1], af[cur][i], bf[cur][2 * jp + 1]);
+        }
+        if (has_next) load_b_pair(read_stage, next_ks, jp, bf[next]);
+      }
     }
   }
   tc::cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
 
-  const int g = lane / 4, t = lane % 4;
+  // The epilogue re-derives the tile origin and the lane's position from the special registers
+  // (volatile reads, which the compiler cannot merge with the ones at the top) rather than keeping
+  // them live through the main loop: with 64x64 warp tiles the loop needs all but a few of the
+  // 255 registers.
+  {
+    uint32_t block, thread;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(block));
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(thread));
+    int tm, tn;
+    raster.coords(int(block), tm, tn);
+    const int ln = int(thread) % 32, wp = int(thread) / 32;
+    const int g = ln / 4, t = ln % 4;
+    const int64_t row0 = int64_t(tm) * BM + (wp / Cfg::WarpsN) * WM + g;
+    const int64_t col0 = int64_t(tn) * BN + (wp % Cfg::WarpsN) * WN + 2 * t;
 #pragma unroll
-  for (int i = 0; i < MI; ++i) {
-    const int64_t m = m0 + warp_m * WM + i * 16 + g;
+    for (int i = 0; i < MI; ++i) {
+      const int64_t m = row0 + i * 16;
 #pragma unroll
-    for (int j = 0; j < NI; ++j) {
-      const int64_t n = n0 + warp_n * WN + j * 8 + 2 * t;
-      ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
-      ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+      for (int j = 0; j < NI; ++j) {
+        const int64_t n = col0 + j * 8;
+        ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
+        ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+      }
     }
   }
 #else
