@@ -102,48 +102,53 @@ constexpr int kKSteps = kKWords / 8;                      // 8 words (16 bf16 or
 // starting at (x0, k0). KMajor: element (x, k) at src[x * ld + k], else at src[k * ld + x].
 // Consecutive threads walk the contiguous dimension, so the global reads coalesce. Elements
 // outside the matrix are stored as zero. TF32 operands are rounded once here, not per use.
-template <TcType T, int BX>
+// Loads go in batches of 4 (4 loads in flight, then 4 stores): all of a thread's loads at once
+// would need 16 more registers, over the 128 of two blocks per SM.
+template <TcType T, int BX, bool KMajor>
 __device__ __forceinline__ void fill_tile(uint32_t* __restrict__ s,
                                           const typename Elem<T>::type* __restrict__ src,
-                                          int64_t ld, bool k_major, int64_t x0, int64_t x_end,
-                                          int64_t k0, int64_t k_end, int tid) {
+                                          int64_t ld, int64_t x0, int64_t x_end, int64_t k0,
+                                          int64_t k_end, int tid) {
   constexpr int kBK = kKBytes / int(sizeof(typename Elem<T>::type));
   constexpr int kPerThread = BX * kBK / kThreads;
+  constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
   static_assert(kThreads % kBK == 0 && kThreads % BX == 0, "whole rows per pass");
-  // Each thread loads kPerThread elements first, then stores them: the loads are all in flight
-  // together instead of one round trip each.
-  uint32_t v[kPerThread];
-  int xs[kPerThread], ks[kPerThread];
+  static_assert(kPerThread % kBatch == 0, "whole batches");
+  // This thread's elements: (x, k), (x + j * kXStep, k + j * kKStep) for j < kPerThread.
+  constexpr int kXStep = KMajor ? kThreads / kBK : 0;
+  constexpr int kKStep = KMajor ? 0 : kThreads / BX;
+  const int x = KMajor ? tid / kBK : tid % BX;
+  const int k = KMajor ? tid % kBK : tid / BX;
+  // Elements left from this thread's first (x, k) along each dimension (may be <= 0).
+  const int64_t x_left = x_end - (x0 + x), k_left = k_end - (k0 + k);
+  const int64_t off0 = KMajor ? (x0 + x) * ld + k0 + k : (k0 + k) * ld + x0 + x;
+  const int64_t step = KMajor ? int64_t(kXStep) * ld : int64_t(kKStep) * ld;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    int x, k;
-    if (k_major) {
-      k = tid % kBK;
-      x = tid / kBK + j * (kThreads / kBK);
-    } else {
-      x = tid % BX;
-      k = tid / BX + j * (kThreads / BX);
-    }
-    xs[j] = x;
-    ks[j] = k;
-    const int64_t gx = x0 + x, gk = k0 + k;
-    v[j] = 0;
-    if (gx < x_end && gk < k_end) {
-      const int64_t off = k_major ? gx * ld + gk : gk * ld + gx;
-      if constexpr (T == TcType::kTF32) {
-        v[j] = tc::to_tf32(__ldg(src + off));
-      } else {
-        v[j] = __ldg(reinterpret_cast<const unsigned short*>(src) + off);
+  for (int j0 = 0; j0 < kPerThread; j0 += kBatch) {
+    uint32_t v[kBatch];
+#pragma unroll
+    for (int jj = 0; jj < kBatch; ++jj) {
+      const int j = j0 + jj;
+      v[jj] = 0;
+      if (j * kXStep < x_left && j * kKStep < k_left) {
+        const int64_t off = off0 + j * step;
+        if constexpr (T == TcType::kTF32) {
+          v[jj] = tc::to_tf32(__ldg(src + off));
+        } else {
+          v[jj] = __ldg(reinterpret_cast<const unsigned short*>(src) + off);
+        }
       }
     }
-  }
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    if constexpr (T == TcType::kTF32) {
-      s[xs[j] * kRowWords + ks[j]] = v[j];
-    } else {
-      reinterpret_cast<unsigned short*>(s)[xs[j] * (2 * kRowWords) + ks[j]] =
-          static_cast<unsigned short>(v[j]);
+    for (int jj = 0; jj < kBatch; ++jj) {
+      const int j = j0 + jj;
+      const int sx = x + j * kXStep, sk = k + j * kKStep;
+      if constexpr (T == TcType::kTF32) {
+        s[sx * kRowWords + sk] = v[jj];
+      } else {
+        reinterpret_cast<unsigned short*>(s)[sx * (2 * kRowWords) + sk] =
+            static_cast<unsigned short>(v[jj]);
+      }
     }
   }
 }
@@ -179,8 +184,17 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int b_word = (warp_n * kWN + g) * kRowWords + t;
 
   for (int64_t k0 = 0; k0 < p.K; k0 += kBK) {
-    fill_tile<T, kBM>(As, a, p.lda, p.a_kmajor, m0, p.M, k0, p.K, tid);
-    fill_tile<T, kBN>(Bs, b, p.ldb, p.b_kmajor, n0, p.N, k0, p.K, tid);
+    // The layout branches are uniform across the grid.
+    if (p.a_kmajor) {
+      fill_tile<T, kBM, true>(As, a, p.lda, m0, p.M, k0, p.K, tid);
+    } else {
+      fill_tile<T, kBM, false>(As, a, p.lda, m0, p.M, k0, p.K, tid);
+    }
+    if (p.b_kmajor) {
+      fill_tile<T, kBN, true>(Bs, b, p.ldb, n0, p.N, k0, p.K, tid);
+    } else {
+      fill_tile<T, kBN, false>(Bs, b, p.ldb, n0, p.N, k0, p.K, tid);
+    }
     __syncthreads();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {
@@ -285,6 +299,73 @@ constexpr size_t kConfigSmem[kNumConfigs] = {Cfg128x128::kSmemBytes, Cfg128x256:
 constexpr int kConfigBM[kNumConfigs] = {128, 128, 128, 64, 64};
 constexpr int kConfigBN[kNumConfigs] = {128, 256, 128, 128, 64};
 
+// This thread's share of the cp.async copies of one operand's k-tiles. The tile has BX rows of
+// kKBytes (KMajor: x = m or n, chunks along k) or kBK rows of BX elements (MN-major: rows along k,
+// chunks along x). Thread tid copies chunk tid % kRowChunks of rows tid / kRowChunks + j * kRowStep:
+// one fixed chunk column, so the chunk's position along the contiguous dimension, its swizzle key
+// and its in-bounds byte count are per-thread constants, and only a pointer and a counter of K left
+// change from tile to tile (64-bit math hoisted out of the main loop).
+template <typename E, int BX, bool KMajor, int kThreads>
+struct TileCopy {
+  static constexpr int kEB = int(sizeof(E));
+  static constexpr int kEPC = 16 / kEB;
+  static constexpr int kBK = kKBytes / kEB;
+  static constexpr int kRowChunks = KMajor ? kKBytes / 16 : BX * kEB / 16;
+  static constexpr int kPerThread = BX * kKBytes / 16 / kThreads;
+  static constexpr int kRowStep = kThreads / kRowChunks;
+  static_assert(kThreads % kRowChunks == 0, "a fixed chunk column per thread");
+  static_assert(kRowStep % 8 == 0, "rows 8 apart share the swizzle key");
+  static_assert(kPerThread * kThreads * 16 == BX * kKBytes, "whole chunks per thread");
+
+  // The operand pointer, leading dimension and the (unread) source address of zero-fill copies
+  // are not kept here: issue() takes them from the kernel parameters (constant memory), which
+  // saves registers in the main loop.
+  const E* ptr;        // this thread's first chunk in the next k-tile
+  int fixed_left;      // KMajor: rows (x) left from this thread's first row; else elements left
+                       // along x from this thread's chunk. Constant; clamped to [-1, 2^30].
+  int64_t k_left;      // KMajor: elements left along k from the chunk; else k rows left from the
+                       // first row. Decreases by kBK per tile.
+  uint32_t smem_off;   // swizzled byte offset of the first chunk in the tile
+
+  static __device__ __forceinline__ int clamp_left(int64_t v) {
+    return int(v < -1 ? -1 : v > (int64_t(1) << 30) ? (int64_t(1) << 30) : v);
+  }
+
+  __device__ __forceinline__ TileCopy(const E* src, int64_t ld, int64_t x0, int64_t x_end,
+                                      int64_t k_end, int tid) {
+    const int row = tid / kRowChunks, chunk = tid % kRowChunks;
+    if constexpr (KMajor) {
+      ptr = src + (x0 + row) * ld + chunk * kEPC;
+      fixed_left = clamp_left(x_end - (x0 + row));
+      k_left = k_end - chunk * kEPC;
+    } else {
+      ptr = src + int64_t(row) * ld + x0 + chunk * kEPC;
+      fixed_left = clamp_left(x_end - (x0 + chunk * kEPC));
+      k_left = k_end - row;
+    }
+    smem_off = tc::swizzled_offset<kRowChunks>(row, chunk);
+  }
+
+  // Issues the copies of the next k-tile into `tile` and moves on to the following one.
+  // zero_src: any valid global address (nothing is read from it).
+  __device__ __forceinline__ void issue(unsigned char* tile, int64_t ld, const void* zero_src) {
+    // Bytes of a chunk inside the matrix along the contiguous dimension, and rows inside along
+    // the other one.
+    const int64_t along = KMajor ? k_left : fixed_left;
+    const int64_t rows = KMajor ? fixed_left : k_left;
+    const int bytes = along >= kEPC ? 16 : along > 0 ? int(along) * kEB : 0;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const bool inside = bytes > 0 && j * kRowStep < rows;
+      tc::cp_async_16_bytes(tile + smem_off + j * (kRowStep * kRowChunks * 16),
+                            inside ? static_cast<const void*>(ptr + j * kRowStep * ld) : zero_src,
+                            inside ? bytes : 0);
+    }
+    ptr += KMajor ? int64_t(kBK) : int64_t(kBK) * ld;
+    k_left -= kBK;
+  }
+};
+
 // AK: A is K-major (row-major); BK: B is K-major (column-major).
 template <TcType T, class Cfg, bool AK, bool BK>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
@@ -306,8 +387,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   // rows of M or N.
   constexpr int kARowChunks = AK ? kKBytes / 16 : BM * kEB / 16;
   constexpr int kBRowChunks = BK ? kKBytes / 16 : BN * kEB / 16;
-  constexpr int kAChunks = BM * kKBytes / 16, kBChunks = BN * kKBytes / 16;
-  static_assert(kAChunks % kThreads == 0 && kBChunks % kThreads == 0, "whole chunks per thread");
   constexpr int kATileBytes = BM * kKBytes;
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -320,46 +399,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   const int64_t m0 = int64_t(tile_m) * BM, n0 = int64_t(tile_n) * BN;
   const E* a = static_cast<const E*>(p.a);
   const E* b = static_cast<const E*>(p.b);
-  const int64_t M = p.M, N = p.N, K = p.K;
-  const int64_t num_k_tiles = ceil_div<int64_t>(K, kBK);
+  const int64_t num_k_tiles = ceil_div<int64_t>(p.K, kBK);
 
-  // Issues the cp.async copies of k-tile kt into ring slot `stage` (not committed).
-  auto load_tile = [&](int stage, int64_t kt) {
+  TileCopy<E, BM, AK, kThreads> copy_a(a, p.lda, m0, p.M, p.K, tid);
+  TileCopy<E, BN, BK, kThreads> copy_b(b, p.ldb, n0, p.N, p.K, tid);
+  // Issues the cp.async copies of the next k-tile into ring slot `stage` (not committed).
+  auto load_tile = [&](int stage) {
     unsigned char* sa = smem + stage * Cfg::kStageBytes;
-    unsigned char* sb = sa + kATileBytes;
-    const int64_t k0 = kt * kBK;
-#pragma unroll
-    for (int j = 0; j < kAChunks / kThreads; ++j) {
-      const int c = tid + j * kThreads;
-      const int row = c / kARowChunks, chunk = c % kARowChunks;
-      // (x, k): the chunk's first element; x along M. The contiguous dimension decides how many
-      // of the chunk's bytes lie inside the matrix.
-      const int64_t x = AK ? m0 + row : m0 + chunk * kEPC;
-      const int64_t k = AK ? k0 + chunk * kEPC : k0 + row;
-      const int64_t left = AK ? K - k : M - x;  // elements left along the contiguous dimension
-      int bytes = 0;
-      const E* src = a;
-      if (x < M && k < K) {
-        bytes = left >= kEPC ? 16 : int(left) * kEB;
-        src = a + (AK ? x * p.lda + k : k * p.lda + x);
-      }
-      tc::cp_async_16_bytes(sa + tc::swizzled_offset<kARowChunks>(row, chunk), src, bytes);
-    }
-#pragma unroll
-    for (int j = 0; j < kBChunks / kThreads; ++j) {
-      const int c = tid + j * kThreads;
-      const int row = c / kBRowChunks, chunk = c % kBRowChunks;
-      const int64_t x = BK ? n0 + row : n0 + chunk * kEPC;
-      const int64_t k = BK ? k0 + chunk * kEPC : k0 + row;
-      const int64_t left = BK ? K - k : N - x;
-      int bytes = 0;
-      const E* src = b;
-      if (x < N && k < K) {
-        bytes = left >= kEPC ? 16 : int(left) * kEB;
-        src = b + (BK ? x * p.ldb + k : k * p.ldb + x);
-      }
-      tc::cp_async_16_bytes(sb + tc::swizzled_offset<kBRowChunks>(row, chunk), src, bytes);
-    }
+    copy_a.issue(sa, p.lda, p.a);
+    copy_b.issue(sa + kATileBytes, p.ldb, p.a);
   };
 
   // Per-lane constants of the ldmatrix addresses. Lane l serves row l % 8 of matrix q = l / 8.
@@ -381,10 +429,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 
   uint32_t af[2][MI][4], bf[2][NI][2];
 
-  // Fragments of k-step ks of the tile in ring slot `stage`, into buffer `buf`.
-  auto load_frags = [&](int stage, int ks, uint32_t(&fa)[MI][4], uint32_t(&fb)[NI][2]) {
+  // A fragments of k-step ks of the tile in ring slot `stage` (all MI MMA tiles).
+  auto load_a_frags = [&](int stage, int ks, uint32_t(&fa)[MI][4]) {
     const uint32_t sa = smem_base + stage * Cfg::kStageBytes;
-    const uint32_t sb = sa + kATileBytes;
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
       if constexpr (AK) {
@@ -398,32 +445,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
                               uint32_t(((a_chunk + i * 2) ^ a_key) * 16);
         tc::ldmatrix_x4_trans(fa[i], addr);
       }
-      if constexpr (T == TcType::kTF32) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) tc::round_tf32(fa[i][c]);
-      }
     }
-#pragma unroll
-    for (int j = 0; j < NI / 2; ++j) {
-      uint32_t r[4];
-      if constexpr (BK) {
-        const uint32_t addr = sb + uint32_t(b_row + j * 16) * (kBRowChunks * 16) +
-                              uint32_t(((ks * kStepChunks + b_chunk) ^ b_key) * 16);
-        tc::ldmatrix_x4(r, addr);
-      } else {
-        const uint32_t addr = sb + uint32_t(ks * kMmaK + b_row) * (kBRowChunks * 16) +
-                              uint32_t(((b_chunk + j * 2) ^ b_key) * 16);
-        tc::ldmatrix_x4_trans(r, addr);
-      }
-      if constexpr (T == TcType::kTF32) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) tc::round_tf32(r[c]);
-      }
-      fb[2 * j][0] = r[0];
-      fb[2 * j][1] = r[1];
-      fb[2 * j + 1][0] = r[2];
-      fb[2 * j + 1][1] = r[3];
+  };
+  // B fragments of n-tiles 2 jp and 2 jp + 1 (one ldmatrix.x4) of k-step ks.
+  auto load_b_pair = [&](int stage, int ks, int jp, uint32_t(&fb)[NI][2]) {
+    const uint32_t sb = smem_base + stage * Cfg::kStageBytes + kATileBytes;
+    uint32_t r[4];
+    if constexpr (BK) {
+      const uint32_t addr = sb + uint32_t(b_row + jp * 16) * (kBRowChunks * 16) +
+                            uint32_t(((ks * kStepChunks + b_chunk) ^ b_key) * 16);
+      tc::ldmatrix_x4(r, addr);
+    } else {
+      const uint32_t addr = sb + uint32_t(ks * kMmaK + b_row) * (kBRowChunks * 16) +
+                            uint32_t(((b_chunk + jp * 2) ^ b_key) * 16);
+      tc::ldmatrix_x4_trans(r, addr);
     }
+    fb[2 * jp][0] = r[0];
+    fb[2 * jp][1] = r[1];
+    fb[2 * jp + 1][0] = r[2];
+    fb[2 * jp + 1][1] = r[3];
   };
 
   float acc[MI][NI][4];
@@ -438,7 +478,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   // the group count stays in step with the tile index).
 #pragma unroll
   for (int s = 0; s < Cfg::Stages - 1; ++s) {
-    if (s < num_k_tiles) load_tile(s, s);
+    if (s < num_k_tiles) load_tile(s);
     tc::cp_async_commit();
   }
   tc::cp_async_wait<Cfg::Stages - 2>();
@@ -446,7 +486,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 
   int read_stage = 0;
   int write_stage = Cfg::Stages - 1;
-  load_frags(read_stage, 0, af[0], bf[0]);
+  load_a_frags(read_stage, 0, af[0]);
+#pragma unroll
+  for (int jp = 0; jp < NI / 2; ++jp) load_b_pair(read_stage, 0, jp, bf[0]);
 
   for (int64_t kt = 0; kt < num_k_tiles; ++kt) {
 #pragma unroll
@@ -461,33 +503,67 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
         read_stage = read_stage + 1 == Cfg::Stages ? 0 : read_stage + 1;
       }
       // Fragments of the next k-step (of this tile, or the first of the next one) load while
-      // the MMAs of this one run.
-      if (ks + 1 < kKSteps || kt + 1 < num_k_tiles) {
-        load_frags(read_stage, (ks + 1) % kKSteps, af[(ks + 1) % 2], bf[(ks + 1) % 2]);
-      }
+      // the MMAs of this one run: A first (used by every MMA of the step), B pair by pair as the
+      // MMAs of the current step release the pair's registers, which keeps the 64x64 warp tile
+      // (128 accumulators + fragments) within 255 registers.
+      const int next = (ks + 1) % 2;
+      const int next_ks = (ks + 1) % kKSteps;
+      const bool has_next = ks + 1 < kKSteps || kt + 1 < num_k_tiles;
+      if (has_next) load_a_frags(read_stage, next_ks, af[next]);
       if (ks == 0) {
         // Slot write_stage held tile kt - 1, last read before the barrier of iteration kt - 1.
-        if (kt + Cfg::Stages - 1 < num_k_tiles) load_tile(write_stage, kt + Cfg::Stages - 1);
+        if (kt + Cfg::Stages - 1 < num_k_tiles) load_tile(write_stage);  // tile kt + Stages - 1
         tc::cp_async_commit();
         write_stage = write_stage + 1 == Cfg::Stages ? 0 : write_stage + 1;
       }
+      const int cur = ks % 2;
+      if constexpr (T == TcType::kTF32) {
+        // ldmatrix delivers raw fp32 bits: round them to TF32 (to nearest) just before use.
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) Mma<T>::run(acc[i][j], af[ks % 2][i], bf[ks % 2][j]);
+          for (int c = 0; c < 4; ++c) tc::round_tf32(af[cur][i][c]);
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) tc::round_tf32(bf[cur][j][c]);
+      }
+#pragma unroll
+      for (int jp = 0; jp < NI / 2; ++jp) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+          Mma<T>::run(acc[i][2 * jp], af[cur][i], bf[cur][2 * jp]);
+          Mma<T>::run(acc[i][2 * jp + 1], af[cur][i], bf[cur][2 * jp + 1]);
+        }
+        if (has_next) load_b_pair(read_stage, next_ks, jp, bf[next]);
+      }
     }
   }
   tc::cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
 
-  const int g = lane / 4, t = lane % 4;
+  // The epilogue re-derives the tile origin and the lane's position from the special registers
+  // (volatile reads, which the compiler cannot merge with the ones at the top) rather than keeping
+  // them live through the main loop: with 64x64 warp tiles the loop needs all but a few of the
+  // 255 registers.
+  {
+    uint32_t block, thread;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(block));
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(thread));
+    int tm, tn;
+    raster.coords(int(block), tm, tn);
+    const int ln = int(thread) % 32, wp = int(thread) / 32;
+    const int g = ln / 4, t = ln % 4;
+    const int64_t row0 = int64_t(tm) * BM + (wp / Cfg::WarpsN) * WM + g;
+    const int64_t col0 = int64_t(tn) * BN + (wp % Cfg::WarpsN) * WN + 2 * t;
 #pragma unroll
-  for (int i = 0; i < MI; ++i) {
-    const int64_t m = m0 + warp_m * WM + i * 16 + g;
+    for (int i = 0; i < MI; ++i) {
+      const int64_t m = row0 + i * 16;
 #pragma unroll
-    for (int j = 0; j < NI; ++j) {
-      const int64_t n = n0 + warp_n * WN + j * 8 + 2 * t;
-      ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
-      ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+      for (int j = 0; j < NI; ++j) {
+        const int64_t n = col0 + j * 8;
+        ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
+        ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+      }
     }
   }
 #else
