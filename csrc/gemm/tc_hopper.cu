@@ -70,6 +70,11 @@ struct HopperCfg {
   static constexpr int kAHalfBytes = 64 * 128;
   // 1024 bytes of slack to align the ring to the 1024-byte swizzle atom, then the barriers.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+  // tc:ws_persistent stages its output through shared memory for TMA stores: per consumer
+  // warpgroup, kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring.
+  static constexpr int kStoreBoxes = 2;
+  static constexpr int kStoreBytes = 2 * kStoreBoxes * 64 * 128;
+  static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
 };
 
 // ---- PTX wrappers (sm_90a) ----
@@ -223,6 +228,44 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 #endif
 }
 
+// One box of shared memory (written in the 128-byte swizzle) to a 2-D tensor map at (col, row);
+// the parts of the box outside the tensor are not written. Completion is tracked per thread with
+// bulk groups (commit, then wait until the shared memory has been read).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int col,
+                                             int row) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+      "r"(smem_u32(src)), "r"(col), "r"(row)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void bulk_commit() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until this thread's committed bulk stores have finished reading shared memory.
+__device__ __forceinline__ void bulk_wait_read() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+
+// Waits until this thread's committed bulk stores are complete.
+__device__ __forceinline__ void bulk_wait() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// A barrier of one warpgroup (128 threads) on hardware barrier `id` (0 is __syncthreads's).
+__device__ __forceinline__ void warpgroup_barrier(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
 __device__ __forceinline__ uint8_t* align_1024(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
 }
@@ -239,6 +282,57 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
   for (int j = 0; j < BN / 8; ++j) {
     ep.store_pair(row, col + 8 * j, d[4 * j], d[4 * j + 1]);
     ep.store_pair(row + 8, col + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+  }
+}
+
+// The same outputs through shared memory and TMA stores: each round converts the accumulators of
+// kStoreBoxes boxes (64 rows x 128 bytes of columns) into `staging` in the 128-byte swizzle (the
+// 8 rows a warp writes at once land in 8 different 16-byte bank groups: no conflicts), then one
+// thread stores the boxes with the TMA, which clips them at the matrix edge. The stores run on
+// while the warpgroup starts its next tile; only their reads of `staging` are waited for.
+template <TcType T, int BN>
+__device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
+                                                       const CUtensorMap* map_out,
+                                                       const float (&d)[BN / 2], int64_t m0,
+                                                       int64_t n0, uint8_t* staging, int bar_id) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
+  constexpr int kRoundCols = kBoxes * kBoxCols;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+#pragma unroll
+  for (int round = 0; round < BN / kRoundCols; ++round) {
+#pragma unroll
+    for (int j = round * kRoundCols / 8; j < (round + 1) * kRoundCols / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;       // row in the warpgroup's 64
+        const int c = 8 * j + 2 * (lane % 4);              // column in the tile
+        const int64_t m = m0 + r, n = n0 + c;
+        const float v0 = (m < ep.M && n < ep.N) ? ep.value(m, n, d[4 * j + 2 * h]) : 0.f;
+        const float v1 = (m < ep.M && n + 1 < ep.N) ? ep.value(m, n + 1, d[4 * j + 2 * h + 1]) : 0.f;
+        const int box = (c % kRoundCols) / kBoxCols;
+        const int byte = (c % kBoxCols) * int(sizeof(E));
+        uint8_t* dst = staging + box * (64 * 128) + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+        if constexpr (T == TcType::kTF32) {
+          *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(dst) = tc::Elem<T>::pack2(v0, v1);
+        }
+      }
+    }
+    fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
+    warpgroup_barrier(bar_id);
+    if (t == 0) {
+#pragma unroll
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_store_2d(map_out, staging + box * (64 * 128), int(n0) + round * kRoundCols + box * kBoxCols,
+                     int(m0));
+      }
+      bulk_commit();
+      bulk_wait_read();
+    }
+    warpgroup_barrier(bar_id);  // staging may be rewritten
   }
 }
 
@@ -261,6 +355,8 @@ struct HopperParams {
   int splits;
   int k_tiles_per_split;
   float* partial;
+  // The output is TMA-describable (16-byte aligned rows): staged TMA stores, else direct stores.
+  bool tma_store;
 };
 
 // ---- operand tiles: TMA boxes and cp.async chunks in the 128-byte swizzle ----
@@ -430,13 +526,15 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
-                    const __grid_constant__ CUtensorMap map_b, const HopperParams p,
+                    const __grid_constant__ CUtensorMap map_b,
+                    const __grid_constant__ CUtensorMap map_out, const HopperParams p,
                     const Epilogue<T> ep) {
   using Cfg = HopperCfg<T, BN>;
   constexpr int S = Cfg::kStages;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + S * Cfg::kStageBytes);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
   uint64_t* empty = full + S;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
@@ -505,12 +603,16 @@ __global__ void __launch_bounds__(384, 1)
       keep_live(d);
       if (prev >= 0) mbar_arrive(&empty[prev]);
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
-      if (p.splits == 1) {
+      if (p.splits == 1 && p.tma_store) {
+        store_accumulators_tma<T, BN>(ep, &map_out, d, m0, n0,
+                                      staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
+      } else if (p.splits == 1) {
         store_accumulators<T, BN>(ep, d, m0, n0);
       } else {
         store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
       }
     }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
   }
 }
 
@@ -578,6 +680,38 @@ CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int
   return map;
 }
 
+// The output (row-major M x N, leading dimension ldo) as the TMA stores of tc:ws_persistent see
+// it: boxes of 64 rows x 128 bytes, written from the 128-byte-swizzled staging buffer.
+CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcType type) {
+  const int eb = tc_elem_bytes(type);
+  const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                    : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(N), cuuint64_t(M)};
+  const cuuint64_t strides[1] = {cuuint64_t(ldo) * eb};
+  const cuuint32_t box[2] = {cuuint32_t(128 / eb), 64};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, dtype, 2, out, dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(r == CUDA_SUCCESS, "cudasteps.mm: cuTensorMapEncodeTiled failed (error ", int(r),
+              ") for the ", M, " x ", N, " output");
+  return map;
+}
+
+// cudaFuncSetAttribute once per kernel and device (it costs host time on every call otherwise).
+template <typename Kernel>
+void allow_smem(Kernel kernel, int bytes) {
+  static uint64_t done_devices = 0;  // bit d: set on device d
+  const int dev = c10::cuda::current_device();
+  const uint64_t bit = dev < 64 ? (uint64_t(1) << dev) : 0;
+  if (bit != 0 && (done_devices & bit)) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done_devices |= bit;
+}
+
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
@@ -612,12 +746,12 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.splits = 1;
   p.k_tiles_per_split = p.k_tiles;
   p.partial = nullptr;
+  p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   const int tiles = p.raster.count();
   if (which == HopperKernel::kCpAsync) {
     auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
+    allow_smem(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
@@ -626,8 +760,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
   if (which == HopperKernel::kTma) {
     auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
+    allow_smem(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
@@ -642,11 +775,13 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
                         at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, c10::cuda::current_device()));
     p.partial = partial.data_ptr<float>();
   }
+  // Without TMA stores the output map is never read; the operand map stands in for it.
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
   auto kernel = wgmma_ws_kernel<T, BN, AK, BKm>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      Cfg::kSmemBytes));
+  allow_smem(kernel, Cfg::kWsSmemBytes);
   const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
-  kernel<<<grid, 384, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
+  kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (p.splits > 1) {
     constexpr int kThreads = 256;
