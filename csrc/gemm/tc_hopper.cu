@@ -34,6 +34,9 @@
 #include <cuda.h>
 
 #include <climits>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "common/launch.cuh"
 #include "gemm/tc_common.cuh"
@@ -704,12 +707,14 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
 // cudaFuncSetAttribute once per kernel and device (it costs host time on every call otherwise).
 template <typename Kernel>
 void allow_smem(Kernel kernel, int bytes) {
-  static uint64_t done_devices = 0;  // bit d: set on device d
-  const int dev = c10::cuda::current_device();
-  const uint64_t bit = dev < 64 ? (uint64_t(1) << dev) : 0;
-  if (bit != 0 && (done_devices & bit)) return;
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;  // (kernel, device)
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
+                                        int(c10::cuda::current_device())};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count(key)) return;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  done_devices |= bit;
+  done.insert(key);
 }
 
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
