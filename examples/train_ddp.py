@@ -9,11 +9,18 @@ and generated here: Gaussian inputs labelled by a fixed random "teacher" network
 every rank (same seed); a DistributedSampler (set_epoch each epoch) gives each rank its shard.
 Rank 0 prints the loss per epoch and the final accuracy. At the end every rank compares its
 parameters with rank 0's, bitwise; the script exits non-zero if any differ.
+
+--step-time also prints `step_ms <ms>`: the median over epochs after the first (which pays for
+allocator warm-up and kernel loading) of the epoch's wall time over its batches, with the device
+synchronized at both ends, so data loading, DDP's gradient all-reduce and the optimizer step all
+count. benchmarks/bench_e2e.py reads it to compare torch.nn with cudasteps.nn under DDP.
 """
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import cudasteps
 import cudasteps.nn as cnn
@@ -80,7 +87,12 @@ def main(argv=None) -> int:
     parser.add_argument("--act", choices=["gelu", "relu", "silu"], default="gelu")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--step-time", action="store_true", help="print step_ms: the median ms per training step"
+    )
     args = parser.parse_args(argv)
+    if args.step_time and args.epochs < 2:
+        parser.error("--step-time needs --epochs >= 2 (the first epoch is warm-up)")
 
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -107,9 +119,13 @@ def main(argv=None) -> int:
             f"dims={dims} cudasteps_cuda={cudasteps.cuda_available()}"
         )
 
+    epoch_step_ms = []
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         total = torch.zeros(2, device=device)  # loss sum, batches
+        if use_cuda:
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
         for xb, yb in loader:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
             loss = F.cross_entropy(ddp(xb), yb)
@@ -117,6 +133,9 @@ def main(argv=None) -> int:
             loss.backward()
             opt.step()
             total += torch.stack([loss.detach(), torch.ones((), device=device)])
+        if use_cuda:
+            torch.cuda.synchronize(device)
+        epoch_step_ms.append((time.perf_counter() - start) * 1e3 / max(len(loader), 1))
         dist.all_reduce(total)
         if rank == 0:
             print(f"epoch {epoch}: loss {(total[0] / total[1]).item():.4f}")
@@ -132,6 +151,8 @@ def main(argv=None) -> int:
     if rank == 0:
         print(f"final accuracy {(correct[0] / correct[1]).item():.4f}")
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
+        if args.step_time:
+            print(f"step_ms {statistics.median(epoch_step_ms[1:]):.4f}")
     # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
     # "terminate called without an active exception", when one rank destroyed it early).
     dist.barrier(device_ids=[local_rank] if use_cuda else None)
