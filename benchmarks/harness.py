@@ -1,6 +1,6 @@
 """Timing and reporting shared by every benchmarks/bench_<family>.py.
 
-Timing rules (ARCHITECTURE.md): CUDA events after a warm-up, the median of many runs, input buffers
+Timing rules (docs/BENCHMARKING.md): CUDA events after a warm-up, the median of many runs, input buffers
 rotated when one set would sit in L2, seeded inputs. Small cases are measured two ways: host time
 per call (calls back to back; launch overhead included) and GPU time (calls captured in a CUDA graph
 and replayed, so launch gaps vanish).

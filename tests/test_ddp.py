@@ -161,7 +161,7 @@ def test_ddp_cpu_gloo(cpu_ddp_results, impl):
 
 @pytest.mark.skipif(
     not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
-    reason="needs two CUDA devices and NCCL (the nvidia-h200-x2 machine)",
+    reason="needs two CUDA devices and NCCL",
 )
 def test_ddp_cuda_nccl():
     impls = impls_for("cuda")
