@@ -14,8 +14,8 @@ achieves on its GEMM work.
 
 ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
 ``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
-figure (ms per step, data loading and gradient all-reduce included). Runs when two CUDA devices
-are visible.
+figures: ms per step with its data loading, and ms of the training step alone (forward, backward
+with the gradient all-reduce, optimizer step). Runs when two CUDA devices are visible.
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
             torch.cuda.empty_cache()
 
 
-def _ddp_step_ms(impl: str, extra_args: list[str]) -> float:
-    """Runs examples/train_ddp.py on two GPUs and returns its `step_ms` figure."""
+def _ddp_step_ms(impl: str, extra_args: list[str]) -> dict:
+    """Runs examples/train_ddp.py on two GPUs; returns its figures {"step_ms": .., "train_ms": ..}."""
     env = dict(os.environ)
     env["NCCL_NVLS_ENABLE"] = "0"  # NVLink SHARP multicast: not needed for 2 ranks, and fragile
     env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0,1")
@@ -135,13 +135,13 @@ def _ddp_step_ms(impl: str, extra_args: list[str]) -> float:
         *extra_args,
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    found = re.search(r"^step_ms (\S+)$", proc.stdout, re.MULTILINE)
-    if proc.returncode != 0 or found is None:
+    found = dict(re.findall(r"^(step_ms|train_ms) (\S+)$", proc.stdout, re.MULTILINE))
+    if proc.returncode != 0 or set(found) != {"step_ms", "train_ms"}:
         raise RuntimeError(
             f"{' '.join(cmd[3:])} exited with {proc.returncode}:\n"
             f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         )
-    return float(found.group(1))
+    return {k: float(v) for k, v in found.items()}
 
 
 # (case label, train_ddp.py arguments, per-rank batch, dims)
@@ -161,19 +161,20 @@ def _ddp_cases(bench) -> None:
         flops = 3 * 2 * batch * sum(a * b for a, b in zip(dims, dims[1:]))  # per rank
         for impl in ("torch", "cudasteps"):
             try:
-                ms = _ddp_step_ms(impl, args)
+                figures = _ddp_step_ms(impl, args)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 print(f"bench_e2e: ddp_step {case} {impl} not recorded: {exc}", file=sys.stderr)
                 continue
-            bench.record(
-                op="ddp_step",
-                case=f"2 GPUs, {case}",
-                impl=impl,
-                dtype=torch.float32,
-                shape=[batch, *dims],
-                ms=ms,
-                flops=flops,
-            )
+            for what, key in (("step with data loading", "step_ms"), ("training step only", "train_ms")):
+                bench.record(
+                    op="ddp_step",
+                    case=f"2 GPUs, {case}, {what}",
+                    impl=impl,
+                    dtype=torch.float32,
+                    shape=[batch, *dims],
+                    ms=figures[key],
+                    flops=flops,
+                )
 
 
 def run(bench):
@@ -199,7 +200,8 @@ def run(bench):
         "(3 x 2 x B x 2dh). Under bf16 autocast the torch rows use cuBLAS's bf16 tensor-core "
         "GEMM; the cudasteps rows use whatever cudasteps.nn.Linear runs under autocast, so the "
         "ratio is what a user who swaps the modules gets. ddp_step is examples/train_ddp.py's "
-        "own --step-time figure on two GPUs (NCCL): ms per step including data loading and the "
-        "gradient all-reduce; its TFLOP/s is per rank."
+        "own --step-time figures on two GPUs (NCCL): ms per step with the script's data loading "
+        "(DataLoader over a CPU TensorDataset), and ms of the training step alone (forward, "
+        "backward with the gradient all-reduce, SGD step; CUDA events). TFLOP/s is per rank."
         + ("" if two_gpus else " (Fewer than two CUDA devices were visible: no ddp_step rows.)"),
     )

@@ -10,10 +10,12 @@ every rank (same seed); a DistributedSampler (set_epoch each epoch) gives each r
 Rank 0 prints the loss per epoch and the final accuracy. At the end every rank compares its
 parameters with rank 0's, bitwise; the script exits non-zero if any differ.
 
---step-time also prints `step_ms <ms>`: the median over epochs after the first (which pays for
-allocator warm-up and kernel loading) of the epoch's wall time over its batches, with the device
-synchronized at both ends, so data loading, DDP's gradient all-reduce and the optimizer step all
-count. benchmarks/bench_e2e.py reads it to compare torch.nn with cudasteps.nn under DDP.
+--step-time also prints two figures, over the epochs after the first (which pays for allocator
+warm-up and kernel loading): `step_ms <ms>`, the median of each epoch's wall time over its
+batches with the device synchronized at both ends, so data loading, DDP's gradient all-reduce and
+the optimizer step all count; and `train_ms <ms>`, the median time of one training step alone
+(forward, backward with the all-reduce, optimizer step; CUDA events on a GPU), without the data
+loading. benchmarks/bench_e2e.py reads them to compare torch.nn with cudasteps.nn under DDP.
 """
 
 import argparse
@@ -88,7 +90,7 @@ def main(argv=None) -> int:
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--step-time", action="store_true", help="print step_ms: the median ms per training step"
+        "--step-time", action="store_true", help="print step_ms and train_ms: median ms per training step"
     )
     args = parser.parse_args(argv)
     if args.step_time and args.epochs < 2:
@@ -120,6 +122,15 @@ def main(argv=None) -> int:
         )
 
     epoch_step_ms = []
+    train_marks = []  # (start, end) of each timed training step: CUDA events, or perf_counter()
+
+    def mark():
+        if not use_cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         total = torch.zeros(2, device=device)  # loss sum, batches
@@ -128,10 +139,14 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         for xb, yb in loader:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+            timed = args.step_time and epoch > 0
+            start_mark = mark() if timed else None
             loss = F.cross_entropy(ddp(xb), yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if timed:
+                train_marks.append((start_mark, mark()))
             total += torch.stack([loss.detach(), torch.ones((), device=device)])
         if use_cuda:
             torch.cuda.synchronize(device)
@@ -153,6 +168,12 @@ def main(argv=None) -> int:
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
         if args.step_time:
             print(f"step_ms {statistics.median(epoch_step_ms[1:]):.4f}")
+            if use_cuda:
+                torch.cuda.synchronize(device)
+                train_ms = [s.elapsed_time(e) for s, e in train_marks]
+            else:
+                train_ms = [(e - s) * 1e3 for s, e in train_marks]
+            print(f"train_ms {statistics.median(train_ms):.4f}")
     # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
     # "terminate called without an active exception", when one rank destroyed it early).
     dist.barrier(device_ids=[local_rank] if use_cuda else None)
