@@ -58,6 +58,7 @@ def _models(device: torch.device, d: int, h: int):
 def _train_step(model, opt, device, amp_dtype):
     def step(x, target):
         opt.zero_grad(set_to_none=True)
+        x.grad = None  # x stands for the previous layer's output: its gradient is computed too
         with _autocast(device, amp_dtype):
             out = model(x)
         loss = F.mse_loss(out.float(), target)
@@ -88,7 +89,10 @@ def _first_losses_agree(models, x, target, device, amp_dtype, precision: str) ->
 
 def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
     dev = bench.device
-    x = torch.randn(batch, d, device=dev, generator=torch.Generator(device=dev).manual_seed(1))
+    gen = torch.Generator(device=dev).manual_seed(1)
+    # requires_grad: in a transformer the block's input is an activation, so the backward computes
+    # its gradient too (the sixth GEMM of the count below).
+    x = torch.randn(batch, d, device=dev, generator=gen).requires_grad_(True)
     target = torch.randn(batch, d, device=dev, generator=torch.Generator(device=dev).manual_seed(2))
     flops = ffn_flops(batch, d, h)
     shape = [batch, d, h]
