@@ -48,9 +48,10 @@ at::Tensor sum_leading_call(const at::Tensor& self, const OptTensor& other, doub
 }
 
 // True when `other` is a per-feature vector of `self` rather than a same-shape operand (the
-// kernels check the rest).
+// kernels check the rest). Symbolic sizes: under torch.export / torch.compile with a dynamic
+// batch, sizes() would pin the batch to the traced value.
 bool is_per_feature(const at::Tensor& self, const at::Tensor& other) {
-  return other.sizes() != self.sizes();
+  return other.sym_sizes() != self.sym_sizes();
 }
 
 class BiasActFunction : public torch::autograd::Function<BiasActFunction> {

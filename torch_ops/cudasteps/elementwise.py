@@ -125,7 +125,9 @@ def _check_bias_act(x, bias, act, op):
 def _check_binary(self, other, op):
     _check_float(self, op, "self")
     _checks.same_device(other, self, op, "other", "self")
-    if other.shape == self.shape:
+    # Compare ranks first: comparing a per-feature [N] with a [B, N] shape element by element would
+    # guard on B != N, which torch.export rejects for a dynamic batch B.
+    if other.dim() == self.dim() and other.shape == self.shape:
         _checks.same_dtype(other, self, op, "other", "self")
         return
     _checks.check(
