@@ -40,8 +40,12 @@ TORCH_LIBRARY(cudasteps, m) {
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");
   m.def("bias_act_backward(Tensor grad, Tensor x, Tensor? bias, str act) -> (Tensor, Tensor?)");
+  // add/mul follow torch.add/torch.mul (aten's add.Tensor / add.Scalar ...): broadcasting, type
+  // promotion, 0-dim CPU tensors with tensors of any device.
   m.def("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("mul(Tensor self, Tensor other) -> Tensor");
+  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("ladder_bias_act(Tensor x, Tensor? bias, str act, str variant) -> Tensor");
   // alpha * sum over all dims but the last of self (* other): the per-feature gradient of add/mul.
   m.def("sum_leading(Tensor self, Tensor? other=None, *, float alpha=1., ScalarType? dtype=None) -> Tensor");

@@ -44,6 +44,15 @@ step() {  # step NAME TIMEOUT_S CMD...: run, log to $LOGS/NAME.log, remember pas
 
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 
+# Wheels brought along for packages this machine lacks (scripts/fetch_wheels.sh, run where there is
+# network): installed without an index into a private directory, found through PYTHONPATH.
+if compgen -G ".whl/*.whl" >/dev/null && ! "$PY" -c "import expecttest" >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/cudasteps-site .whl/*.whl
+  export PYTHONPATH=/tmp/cudasteps-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+"$PY" -c "import expecttest" >/dev/null 2>&1 ||
+  echo "gpu_check: WARNING: expecttest is missing: tests/test_opinfo.py will skip (run scripts/fetch_wheels.sh)"
+
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$LOGS/gpu.txt" 2>&1
 cat "$LOGS/gpu.txt"
 

@@ -218,3 +218,21 @@ def test_copy_on_non_default_stream_and_other_device():
         x1 = make_tensor((12345,), torch.float32, "cuda:1")
         y1 = cudasteps.copy(x1)
         assert y1.device == x1.device and torch.equal(y1, x1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_copy_of_transposed_views(device, dtype):
+    """Transposed views of contiguous tensors (CUDA: the transpose kernel) and their neighbours
+    that are not (a row slice, a size-1 dim: the strided and byte paths) copy exactly."""
+    for shape in [(33, 65), (4, 17, 130), (2, 3, 64, 1), (1, 5), (1000, 3), (2, 1, 7, 9)]:
+        x = make_tensor(shape, dtype, device)
+        for view in (x.mT, x.mT[..., 1:, :], x.transpose(0, -1)):
+            y = cudasteps.copy(view)
+            assert y.is_contiguous() and torch.equal(y, view), (shape, view.stride())
+            dst = poisoned(view.shape, dtype, device)
+            assert torch.equal(cudasteps.copy_(dst, view), view)
+    x = make_tensor((3, 40, 24), torch.float32, device).requires_grad_(True)
+    g = make_tensor((3, 24, 40), torch.float32, device, seed=1)
+    cudasteps.copy(x.mT).backward(g)
+    assert torch.equal(x.grad, g.mT)

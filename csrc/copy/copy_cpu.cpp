@@ -49,6 +49,10 @@ void copy_cpu_impl(at::Tensor& out, const at::Tensor& in) {
     });
     return;
   }
+  if (out.is_contiguous() && is_transposed_contiguous(in)) {
+    copy_transposed_view(out, in);
+    return;
+  }
   const StridedPair layout = make_strided_pair(out, in, "copy");
   switch (in.element_size()) {
     case 1: return copy_strided_elems<1>(out_ptr, in_ptr, layout, numel);

@@ -208,6 +208,8 @@ void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   if (same_dense_layout(out, in)) {
     copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), in.numel() * in.element_size(), stream);
+  } else if (out.is_contiguous() && is_transposed_contiguous(in)) {
+    copy_transposed_view(out, in);
   } else {
     dispatch_elem_bytes<StridedCopy>(in.element_size(), "copy", in, out, stream);
   }
