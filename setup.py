@@ -94,6 +94,8 @@ def _write_build_info(with_cuda: bool) -> None:
         f.write(f"TORCH_VERSION = {torch.__version__!r}\n")
         f.write(f"TORCH_CUDA = {torch.version.cuda!r}\n")
         f.write(f"WITH_CUDA = {with_cuda!r}\n")
+        # Read by tests/test_wheel.py, so that its wheel build reuses these objects.
+        f.write(f"CUDA_ARCH_LIST = {os.environ.get('TORCH_CUDA_ARCH_LIST') if with_cuda else None!r}\n")
         f.write(f"CXX11_ABI = {torch.compiled_with_cxx11_abi()!r}\n")
         f.write(f"PYTHON = {sys.version.split()[0]!r}\n")
 
@@ -138,6 +140,18 @@ def _extension():
     return CUDAExtension(sources=sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags}, **kwargs)
 
 
+# The Hopper GEMM kernels (wgmma, setmaxnreg) exist only for the architecture-specific target
+# sm_90a, and code built for it runs on compute capability 9.0 alone, so only this one translation
+# unit is built for it; every other source keeps the portable targets of TORCH_CUDA_ARCH_LIST.
+HOPPER_SOURCE = os.path.join("csrc", "gemm", "tc_hopper.cu")
+HOPPER_GENCODE = "-gencode=arch=compute_90a,code=sm_90a"
+
+
+def _arch_list_has_hopper() -> bool:
+    archs = os.environ.get("TORCH_CUDA_ARCH_LIST", "").replace(" ", ";").split(";")
+    return any(a.split("+")[0] in ("9.0", "9.0a") for a in archs)
+
+
 class BuildExt(BuildExtension.with_options(use_ninja=True)):
     """Objects always under build/temp: pip's editable install and a later `setup.py build_ext
     --inplace` then share them, so ninja recompiles only what changed."""
@@ -145,6 +159,27 @@ class BuildExt(BuildExtension.with_options(use_ninja=True)):
     def finalize_options(self):
         super().finalize_options()
         self.build_temp = os.path.join(ROOT, "build", "temp")
+
+    def build_extension(self, ext):
+        hopper = [s for s in ext.sources if os.path.normpath(s) == HOPPER_SOURCE]
+        if hopper and _arch_list_has_hopper():
+            # Compiled on its own (its own ninja file, under build/temp_sm90a) with the sm_90a
+            # target and torch's flags as they stand now (ABI, standard, includes); an explicit
+            # -gencode keeps torch from adding the arch list's. Linked in as an extra object.
+            ext.sources = [s for s in ext.sources if s not in hopper]
+            ext.depends = list(ext.depends or []) + hopper  # an edit of it still relinks _C
+            nvcc = list(ext.extra_compile_args["nvcc"]) + [HOPPER_GENCODE, "-DCUDASTEPS_HOPPER_KERNELS=1"]
+            objects = self.compiler.compile(
+                hopper,
+                output_dir=os.path.join(ROOT, "build", "temp_sm90a"),
+                macros=ext.define_macros,
+                include_dirs=ext.include_dirs,
+                debug=self.debug,
+                extra_postargs={"cxx": list(ext.extra_compile_args["cxx"]), "nvcc": nvcc},
+                depends=ext.depends,
+            )
+            ext.extra_objects = list(ext.extra_objects or []) + objects
+        super().build_extension(ext)
 
 
 setup(

@@ -1,8 +1,10 @@
-"""gemm: cudasteps.mm / linear against torch.mm / F.linear (fp32, TF32 off), the ladder, the configs.
+"""gemm: cudasteps.mm / linear against torch.mm / F.linear, the ladders, the configs.
 
-flops = 2 * M * N * K for every case. The shape grid is the issue's (#5); every ladder step runs at
+flops = 2 * M * N * K for every case. fp32 (TF32 off): the shape grid, every SGEMM ladder step at
 4096^3 (the slow naive steps at 2048^3), and every entry of the config table (``cfg:<name>``) at
-4096^3 and on the skinny shapes, so one run shows which config wins where.
+4096^3 and on the skinny shapes, so one run shows which config wins where. Tensor cores: bf16 and
+fp16 square, odd and skinny shapes, the FFN's forward and backward GEMMs in the layouts autograd
+gives them, TF32 (switch on for both sides), and every tensor-core ladder step at 4096^3 bf16.
 """
 
 import cudasteps
@@ -28,27 +30,109 @@ SKINNY = [(128, 8192, 8192), (8192, 128, 8192), (8192, 8192, 128), (1024, 1024, 
 SLOW_LADDER = ("naive", "coalesced", "smem_tile", "blocktile_1d")
 
 
-def _mm_inputs(m, n, k, device):
+_SHORT = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def _mm_inputs(m, n, k, device, dtype=F32, ta=False, tb=False):
+    """Seeded A [m, k] and B [k, n]; ``ta`` / ``tb`` store them column-major (``x.t()`` views)."""
+
     def make(seed):
         g = torch.Generator(device=device).manual_seed(seed)
-        a = torch.randn(m, k, generator=g, device=device, dtype=F32)
-        b = torch.randn(k, n, generator=g, device=device, dtype=F32)
-        return (a, b)
+        a = (
+            torch.randn(k, m, generator=g, device=device).t()
+            if ta
+            else torch.randn(m, k, generator=g, device=device)
+        )
+        b = (
+            torch.randn(n, k, generator=g, device=device).t()
+            if tb
+            else torch.randn(k, n, generator=g, device=device)
+        )
+        return (a.to(dtype), b.to(dtype))
 
     return make
 
 
-def _case(m, n, k):
-    return f"{m}x{n}x{k} fp32"
+def _case(m, n, k, dtype=F32, label=""):
+    return f"{m}x{n}x{k} {_SHORT[dtype]}" + (f" {label}" if label else "")
 
 
-def _mm(bench, m, n, k, impls):
-    inputs = bench.rotation(_mm_inputs(m, n, k, bench.device), 4 * (m * k + k * n))
+def _mm(bench, m, n, k, impls, dtype=F32, label="", ta=False, tb=False):
+    elem = torch.tensor([], dtype=dtype).element_size()
+    inputs = bench.rotation(_mm_inputs(m, n, k, bench.device, dtype, ta, tb), elem * (m * k + k * n))
     for impl, fn in impls:
         ms = bench.time(fn, inputs)
         bench.record(
-            op="mm", case=_case(m, n, k), impl=impl, dtype=F32, shape=[m, n, k], ms=ms, flops=2 * m * n * k
+            op="mm",
+            case=_case(m, n, k, dtype, label),
+            impl=impl,
+            dtype=dtype,
+            shape=[m, n, k],
+            ms=ms,
+            flops=2 * m * n * k,
         )
+
+
+class _tf32:
+    """TF32 on for the block (both torch and cudasteps read the same switch), restored after."""
+
+    def __enter__(self):
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
+# (M, N, K) of the FFN 2048 -> 8192 -> 2048 on 8192 rows, as autograd runs them, with the layouts
+# ("NT": B is linear's weight.t(), "NN": B row-major weight, "TN": A is grad.t()).
+FFN_GEMMS = [
+    ("fwd linear1 x @ W1^T", 8192, 8192, 2048, False, True),
+    ("fwd linear2 h @ W2^T", 8192, 2048, 8192, False, True),
+    ("bwd grad_h = g @ W2", 8192, 8192, 2048, False, False),
+    ("bwd grad_W2 = g^T @ h", 2048, 8192, 8192, True, False),
+    ("bwd grad_x = g1 @ W1", 8192, 2048, 8192, False, False),
+    ("bwd grad_W1 = g1^T @ x", 8192, 2048, 8192, True, False),
+]
+
+
+def run_tensor_cores(bench):
+    """bf16 / fp16 / TF32 GEMMs against torch.mm on the same layouts."""
+    pair = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
+    squares = [(4096, 4096, 4096)] + ([] if bench.quick else [(8192, 8192, 8192)])
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in squares:
+            _mm(bench, m, n, k, pair, dtype)
+    for name, m, n, k, ta, tb in FFN_GEMMS if not bench.quick else FFN_GEMMS[:2]:
+        _mm(bench, m, n, k, pair, torch.bfloat16, label=f"FFN {name}", ta=ta, tb=tb)
+    # Odd shapes (K or N not a multiple of 8: rows not 16-byte aligned) and skinny activations
+    # against 4096 x 4096 weights (linear's layout).
+    odd = [(4097, 4095, 4099), (4096, 4096, 4100), (4096, 4097, 4096)]
+    for dtype in (torch.bfloat16,) if bench.quick else (torch.bfloat16, torch.float16):
+        for m, n, k in odd:
+            _mm(bench, m, n, k, pair, dtype)
+    for m in (16, 64, 128):
+        _mm(bench, m, 4096, 4096, pair, torch.bfloat16, label="linear", tb=True)
+    with _tf32():
+        for m, n, k in squares + [(4097, 4095, 4099)]:
+            _mm(bench, m, n, k, pair, F32, label="TF32")
+    # The tensor-core ladder at 4096^3 bf16 (every step runs every layout; NN here).
+    from cudasteps import gemm as G
+
+    steps = G.TC_LADDER
+    if torch.cuda.get_device_capability(bench.device) != (9, 0):
+        steps = tuple(v for v in steps if v not in G.TC_HOPPER_STEPS)
+    impls = [("torch", torch.mm)] + [(f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in steps]
+    _mm(bench, 4096, 4096, 4096, impls, torch.bfloat16, label="ladder")
+    bench.section(
+        "gemm (tensor cores)",
+        "bf16 / fp16 / TF32 on tensor cores, fp32 accumulation, against torch.mm (cuBLAS) on the same "
+        "inputs and layouts. `TF32` rows turn torch's TF32 switch on for both sides. FFN rows are the "
+        "six GEMMs of one training step of a 2048 -> 8192 -> 2048 FFN on 8192 rows, in the layouts "
+        "autograd passes them (`^T` operands are transposed views). `ladder:tc:*` rows are the "
+        "tensor-core ladder: mma.sync, + ldmatrix/cp.async pipeline, Hopper wgmma, + TMA, + warp "
+        "specialization and persistent tiles; `tc:final` is the dispatcher's choice.",
+    )
 
 
 def run(bench):
@@ -56,7 +140,10 @@ def run(bench):
     if not bench.is_cuda:
         for m, n, k in [(256, 256, 256), (512, 512, 512)]:
             _mm(bench, m, n, k, [("torch", torch.mm), ("cudasteps", cudasteps.mm)])
+        _mm(bench, 256, 256, 256, [("torch", torch.mm), ("cudasteps", cudasteps.mm)], torch.bfloat16)
         return
+
+    run_tensor_cores(bench)
 
     grid = GRID[:3] + GRID[6:] if bench.quick else GRID
     for m, n, k in grid:

@@ -16,13 +16,15 @@ TORCH_LIBRARY(cudasteps, m) {
   // ---- copy (csrc/copy) ----
   m.def("copy(Tensor self) -> Tensor");
   // Mutating ops return nothing: functionalization (torch.compile, opcheck) rejects custom ops
-  // whose outputs alias an input. The Python wrappers return the mutated tensor.
-  m.def("copy_(Tensor(a!) self, Tensor src) -> ()");
+  // whose outputs alias an input. The Python wrappers return the mutated tensor. The mutated
+  // argument is `out`, not `self`: torch.library warns that a `self` argument of a custom op can
+  // be parsed ambiguously (the method-call self of a Tensor method).
+  m.def("copy_(Tensor(a!) out, Tensor src) -> ()");
   m.def("ladder_copy(Tensor self, str variant) -> Tensor");
 
   // ---- transpose (csrc/transpose) ----
   m.def("transpose(Tensor self) -> Tensor");
-  m.def("transpose_(Tensor(a!) out, Tensor self) -> ()");
+  m.def("transpose_(Tensor(a!) out, Tensor src) -> ()");
   m.def("ladder_transpose(Tensor self, str variant) -> Tensor");
 
   // ---- reduce (csrc/reduce) ----

@@ -87,17 +87,17 @@ def test_copy__same_tensor_is_a_no_op(device):
 def test_copy_errors(device):
     x = make_tensor((4, 5), torch.float32, device)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must have the shape of self \[4, 5\], got \[5, 4\]"
+        RuntimeError, match=r"cudasteps\.copy_: src must have the shape of out \[4, 5\], got \[5, 4\]"
     ):
         cudasteps.copy_(x, make_tensor((5, 4), torch.float32, device))
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of self \(Float\), got Double"
+        RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of out \(Float\), got Double"
     ):
         cudasteps.copy_(x, make_tensor((4, 5), torch.float64, device))
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: self must not have overlapping elements"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: out must not have overlapping elements"):
         cudasteps.copy_(make_tensor((1, 5), torch.float32, device).expand(4, 5), x)
     base = make_tensor((10,), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src and self partly share memory"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src and out partly share memory"):
         cudasteps.copy_(base[2:8], base[0:6])
 
 
@@ -106,11 +106,11 @@ def test_copy__device_mismatch():
     x = make_tensor((4,), torch.float32, "cuda")
     y = make_tensor((4,), torch.float32, "cpu")
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cpu"
+        RuntimeError, match=r"cudasteps\.copy_: src must be on out's device \(cuda:0\), got cpu"
     ):
         cudasteps.copy_(x, y)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cpu\), got cuda:0"
+        RuntimeError, match=r"cudasteps\.copy_: src must be on out's device \(cpu\), got cuda:0"
     ):
         cudasteps.copy_(y, x)
 

@@ -71,7 +71,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank, world, port, backend, device_type, impls, out_dir):
+def _worker(rank, world, port, backend, device_type, impls, out_dir, amp_dtype=None):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
@@ -83,15 +83,20 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
     dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world)
     x, y = train_ddp.make_data(512, DIMS[0], DIMS[-1], seed=0)
     results = {}
+
+    def forward_loss(net, xs, ys):
+        with torch.autocast(device_type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            return F.cross_entropy(net(xs), ys)
+
     for impl in impls:
         r = {}
         # 1. One DDP step on this rank's half of a batch vs one process on the whole batch.
         model = build(impl).to(device)
         ddp = DDP(model, device_ids=[rank] if device_type == "cuda" else None)
         xb, yb = x[:64].to(device), y[:64].to(device)
-        F.cross_entropy(ddp(xb[rank::world]), yb[rank::world]).backward()
+        forward_loss(ddp, xb[rank::world], yb[rank::world]).backward()
         single = build(impl).to(device)
-        F.cross_entropy(single(xb), yb).backward()
+        forward_loss(single, xb, yb).backward()
         r["grad_rel_err"] = max(
             rel_err(p.grad, q.grad) for p, q in zip(model.parameters(), single.parameters())
         )
@@ -105,7 +110,7 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
         for epoch in range(3):
             sampler.set_epoch(epoch)
             for xs, ys in loader:
-                loss = F.cross_entropy(ddp(xs.to(device)), ys.to(device))
+                loss = forward_loss(ddp, xs.to(device), ys.to(device))
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -120,10 +125,13 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
     dist.destroy_process_group()
 
 
-def run_ddp(backend: str, device_type: str, impls):
+def run_ddp(backend: str, device_type: str, impls, amp_dtype=None):
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(
-            _worker, args=(WORLD, free_port(), backend, device_type, impls, out_dir), nprocs=WORLD, join=True
+            _worker,
+            args=(WORLD, free_port(), backend, device_type, impls, out_dir, amp_dtype),
+            nprocs=WORLD,
+            join=True,
         )
         return [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(WORLD)]
 
@@ -137,11 +145,14 @@ def cpu_ddp_results():
     return run_ddp("gloo", "cpu", impls_for("cpu"))
 
 
-def check_ddp_results(results, impls):
+def check_ddp_results(results, impls, amp=False):
+    # Under bf16 autocast the half-batch-per-rank gradients and the loss curves of two GEMM
+    # implementations differ by bf16 rounding (8 bits of mantissa), not by fp32's.
+    grad_tol, loss_rtol, loss_atol = (2e-2, 3e-2, 1e-3) if amp else (1e-5, 1e-3, 1e-5)
     for impl in impls:
         for rank_results in results:
             r = rank_results[impl]
-            assert r["grad_rel_err"] <= 1e-5, (impl, r["grad_rel_err"])
+            assert r["grad_rel_err"] <= grad_tol, (impl, r["grad_rel_err"])
             assert r["identical"], impl
         # Every rank logged the same (all-reduced) loss curve.
         assert results[0][impl]["losses"] == results[1][impl]["losses"]
@@ -149,7 +160,10 @@ def check_ddp_results(results, impls):
         assert losses[-8:].mean() < losses[:8].mean() * 0.8, losses  # it learns
         if impl != "torch":
             ref = torch.tensor(results[0]["torch"]["losses"])
-            assert torch.allclose(losses, ref, rtol=1e-3, atol=1e-5), (impl, (losses - ref).abs().max())
+            assert torch.allclose(losses, ref, rtol=loss_rtol, atol=loss_atol), (
+                impl,
+                (losses - ref).abs().max(),
+            )
 
 
 @pytest.mark.parametrize("impl", ["torch", "cudasteps_act", "cudasteps"])
@@ -161,11 +175,28 @@ def test_ddp_cpu_gloo(cpu_ddp_results, impl):
 
 @pytest.mark.skipif(
     not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
-    reason="needs two CUDA devices and NCCL (the nvidia-h200-x2 machine)",
+    reason="needs two CUDA devices and NCCL",
 )
 def test_ddp_cuda_nccl():
     impls = impls_for("cuda")
     check_ddp_results(run_ddp("nccl", "cuda", impls), impls)
+
+
+@pytest.mark.skipif(
+    not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
+    reason="needs two CUDA devices and NCCL",
+)
+def test_ddp_cuda_nccl_autocast_bf16():
+    """DDP under bf16 autocast: cudasteps.nn runs its bf16 tensor-core GEMMs; the loss curve
+    follows torch.nn's within bf16 rounding and every rank ends with the same parameters."""
+    impls = impls_for("cuda")
+    check_ddp_results(run_ddp("nccl", "cuda", impls, torch.bfloat16), impls, amp=True)
+
+
+def test_ddp_cpu_gloo_autocast_bf16():
+    """The same on CPU (gloo, CPU autocast): the bf16 CPU GEMM under DDP."""
+    impls = impls_for("cpu")
+    check_ddp_results(run_ddp("gloo", "cpu", impls, torch.bfloat16), impls, amp=True)
 
 
 def test_train_ddp_example_cpu():
@@ -194,10 +225,15 @@ def test_train_ddp_example_cpu():
         "1024",
         "--dims",
         "16,64,4",
+        "--step-time",
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "epoch 1: loss" in proc.stdout and "final accuracy" in proc.stdout
+    # --step-time: the figures benchmarks/bench_e2e.py reads.
+    for name in ("step_ms", "train_ms"):
+        found = [float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith(name + " ")]
+        assert len(found) == 1 and found[0] > 0, (name, proc.stdout)
     assert "parameters identical across ranks" in proc.stdout
 
 
@@ -339,7 +375,8 @@ def test_cuda_autocast_bf16():
 
 @requires_cuda
 def test_cuda_autocast_cudasteps_mlp():
-    """cudasteps.nn.MLP under autocast: the fp32-only GEMM runs in fp32, so it matches fp32."""
+    """cudasteps.nn.MLP under bf16 autocast runs its GEMMs in bf16, as torch.nn.Linear would:
+    bf16 activations, fp32 gradients for the fp32 parameters, within bf16 error of fp32."""
     if linear_kernel_reason("cuda"):
         pytest.skip(linear_kernel_reason("cuda"))
     model = build("cudasteps", [64, 256, 256, 10]).cuda()
@@ -347,12 +384,15 @@ def test_cuda_autocast_cudasteps_mlp():
     x, y = x.cuda(), y.cuda()
     loss_ref, grads_ref = fwd_bwd(model, x, y)
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        out = model(x.bfloat16())
-        assert out.dtype == torch.float32
+        out = model(x)
+        assert out.dtype == torch.bfloat16
         loss = F.cross_entropy(out, y)
     model.zero_grad(set_to_none=True)
     loss.backward()
-    assert all(rel_err(p.grad, g) <= 2e-2 for p, g in zip(model.parameters(), grads_ref))
+    for p, g_ref in zip(model.parameters(), grads_ref):
+        assert p.grad.dtype == torch.float32
+        assert rel_err(p.grad, g_ref) <= 5e-2
+    assert abs(loss.item() - loss_ref.item()) <= 2e-2 * abs(loss_ref.item())
 
 
 @requires_cuda

@@ -4,7 +4,7 @@ import cudasteps
 import pytest
 import torch
 import torch.nn.functional as F
-from _helpers import DEVICES, make_tensor, misaligned, rel_err, requires_cuda
+from _helpers import CUDA_SKIP_REASON, DEVICES, HAS_CUDA, make_tensor, misaligned, rel_err, requires_cuda
 from cudasteps import gemm as G
 
 # Relative Frobenius error vs a float64 reference. float32 accumulation over K terms grows like
@@ -162,28 +162,44 @@ def test_errors(device):
         cudasteps.mm(a, make_tensor((5, 2), device=device))
     with pytest.raises(
         RuntimeError,
-        match=r"cudasteps.mm: mat2 must be float32 or float64, got Half "
-        r"\(use torch.mm for half/bf16 tensor-core GEMM\)",
+        match=r"cudasteps.mm: mat2 must be float32, float64, float16 or bfloat16, got ComplexFloat "
+        r"\(use torch.mm for other dtypes\)",
+    ):
+        cudasteps.mm(a, b.to(torch.complex64))
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: self must be float32, float64, float16 or bfloat16, got Long"
+    ):
+        cudasteps.mm(a.long(), b)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.mm: mat2 must have the dtype of self \(Float\), got Half"
     ):
         cudasteps.mm(a, b.half())
-    with pytest.raises(RuntimeError, match=r"cudasteps.mm: self must be float32 or float64, got Long"):
-        cudasteps.mm(a.long(), b)
     with pytest.raises(
         RuntimeError, match=r"cudasteps.mm: mat2 must have the dtype of self \(Float\), got Double"
     ):
         cudasteps.mm(a, b.double())
     with pytest.raises(RuntimeError, match=r"cudasteps.addmm: self must be broadcastable to \[3, 5\]"):
         cudasteps.addmm(make_tensor((2, 5), device=device), a, b)
-    with pytest.raises(RuntimeError, match=r"cudasteps.addmm: mat1 must be float32 or float64, got BFloat16"):
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.addmm: mat2 must have the dtype of mat1 \(BFloat16\), got Float"
+    ):
         cudasteps.addmm(make_tensor((5,), device=device), a.bfloat16(), b)
+    with pytest.raises(
+        RuntimeError, match=r"cudasteps.addmm: self must have the dtype of mat1 \(BFloat16\), got Float"
+    ):
+        cudasteps.addmm(make_tensor((5,), device=device), a.bfloat16(), b.bfloat16())
     with pytest.raises(
         RuntimeError, match=r"cudasteps.linear: weight.size\(1\) must equal input.size\(-1\) \(4\)"
     ):
         cudasteps.linear(a, make_tensor((6, 5), device=device))
     with pytest.raises(RuntimeError, match=r"cudasteps.linear: bias must have shape \[6\]"):
         cudasteps.linear(a, make_tensor((6, 4), device=device), make_tensor((5,), device=device))
-    with pytest.raises(RuntimeError, match=r"use torch.nn.functional.linear for half/bf16"):
-        cudasteps.linear(a.half(), make_tensor((6, 4), device=device).half())
+    with pytest.raises(RuntimeError, match=r"use torch.nn.functional.linear for other dtypes"):
+        cudasteps.linear(a.int(), make_tensor((6, 4), device=device).int())
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear: bias must have the dtype of input \(Half\)"):
+        cudasteps.linear(
+            a.half(), make_tensor((6, 4), device=device).half(), make_tensor((6,), device=device)
+        )
 
 
 @requires_cuda
@@ -371,3 +387,278 @@ def test_64bit_offsets_cuda():
 def test_ladder_module_lists_gemm():
     assert cudasteps.ladder.variants("gemm") == G.LADDER
     assert G.LADDER[0] == "naive" and G.LADDER[-1] == "final"
+
+
+# ---------------------------------------------------------------- bf16 / fp16 / TF32 (tensor cores)
+#
+# Reduced-precision outputs are compared with a float64 product of the SAME (rounded) operands, so
+# the error measured is the kernel's own: fp32 accumulation (sqrt(K) * 2^-24, negligible) plus one
+# rounding of each output to the dtype (half an ulp: 2^-9 bf16, 2^-12 fp16). TF32 also rounds each
+# operand to 10 mantissa bits inside the tensor core (relative 2^-11 each; the Hopper instruction
+# truncates, 2^-10), so its bound is on the operand rounding.
+
+HALF_DTYPES = [torch.bfloat16, torch.float16]
+# Bound on ||out - ref|| / ||ref||: a few units of the dtype's rounding, plus accumulation error.
+HALF_EPS = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-10}
+
+
+def half_tol(dtype, k):
+    return 2 * HALF_EPS[dtype] + 4 * (max(k, 1) ** 0.5) * 2.0**-24
+
+
+class tf32_mode:
+    """Sets torch's TF32 switch for float32 matmuls inside a ``with`` block, restoring it after."""
+
+    def __init__(self, allow: bool):
+        self.allow = allow
+
+    def __enter__(self):
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = self.allow
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
+TC_CPU_SHAPES = [(1, 1, 1), (5, 1, 9), (17, 33, 65), (70, 130, 257)]
+TC_CUDA_SHAPES = TC_CPU_SHAPES + [
+    (127, 129, 131),
+    (1000, 1000, 1000),
+    (257, 4097, 24),
+    (4, 3000, 4096),
+    (513, 515, 4099),
+    (300, 520, 64),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_mm_half_layouts(device, dtype, ta, tb):
+    shapes = TC_CPU_SHAPES if device == "cpu" else TC_CUDA_SHAPES
+    for i, (m, n, k) in enumerate(shapes):
+        a = layout(make_tensor((m, k), dtype, device, seed=i), ta)
+        b = layout(make_tensor((k, n), dtype, device, seed=100 + i), tb)
+        out = cudasteps.mm(a, b)
+        assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
+        err = rel_err(out, ref_mm(a, b))
+        assert err < half_tol(dtype, k), f"{(m, n, k)} ta={ta} tb={tb}: rel err {err}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_mm_half_views(device, dtype):
+    """Misaligned (2-byte offset) and strided views: repacked for the 16-byte-load kernels."""
+    base_a = make_tensor((90, 140), dtype, device, seed=1)
+    base_b = make_tensor((150, 120), dtype, device, seed=2)
+    cases = [
+        (base_a[3:80, 5:137], base_b[7:139, 2:115]),  # row-major views, odd ld and offsets
+        (base_a[::2, 1:37], base_b[1:37, ::3]),  # non-unit strides both ways: copied
+        (base_a[1:37, 2:129].t(), base_b[4:40, 3:50]),  # column-major view with an offset
+        (misaligned((65, 33), dtype, device, seed=3), misaligned((33, 47), dtype, device, seed=4)),
+        (make_tensor((5, 1), dtype, device).expand(5, 40), make_tensor((40, 6), dtype, device)),
+    ]
+    for a, b in cases:
+        out = cudasteps.mm(a, b)
+        assert rel_err(out, ref_mm(a, b)) < half_tol(dtype, a.shape[1]), (a.shape, a.stride())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_addmm_linear_half(device, dtype):
+    m, n, k = 37, 45, 70
+    a = make_tensor((m, k), dtype, device, seed=1)
+    b = make_tensor((k, n), dtype, device, seed=2).t().contiguous().t()
+    for shape in [(m, n), (n,), (m, 1), ()]:
+        s = make_tensor(shape, dtype, device, seed=3)
+        for beta, alpha in [(1, 1), (0.5, -2.0), (0, 3.0)]:
+            out = cudasteps.addmm(s, a, b, beta=beta, alpha=alpha)
+            assert out.dtype == dtype
+            ref = torch.addmm(s.double().cpu(), a.double().cpu(), b.double().cpu(), beta=beta, alpha=alpha)
+            assert rel_err(out, ref) < half_tol(dtype, k), (shape, beta, alpha)
+    x = make_tensor((2, 33, k), dtype, device, seed=4)
+    w = make_tensor((n, k), dtype, device, seed=5)
+    bias = make_tensor((n,), dtype, device, seed=6)
+    out = cudasteps.linear(x, w, bias)
+    assert out.dtype == dtype and out.shape == (2, 33, n)
+    ref = F.linear(x.double().cpu(), w.double().cpu(), bias.double().cpu())
+    assert rel_err(out, ref) < half_tol(dtype, k)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_half_empty_and_k_zero(device, dtype):
+    assert cudasteps.mm(make_tensor((0, 4), dtype, device), make_tensor((4, 3), dtype, device)).shape == (
+        0,
+        3,
+    )
+    out = cudasteps.mm(make_tensor((5, 0), dtype, device), make_tensor((0, 7), dtype, device))
+    assert out.dtype == dtype and torch.equal(out.cpu(), torch.zeros(5, 7, dtype=dtype))
+    s = make_tensor((5, 7), dtype, device)
+    out = cudasteps.addmm(s, make_tensor((5, 0), dtype, device), make_tensor((0, 7), dtype, device), beta=2)
+    assert torch.equal(out.cpu(), (2 * s.float()).to(dtype).cpu())
+
+
+@requires_cuda
+def test_mm_half_big_shapes_cuda():
+    """The shapes of the benchmark's odd and FFN cases, in every layout the FFN step uses."""
+    for dtype in HALF_DTYPES:
+        for m, n, k in [(4097, 4095, 4099), (2048, 8192, 2048), (128, 4096, 4096), (16, 4096, 4096)]:
+            a = make_tensor((m, k), dtype, "cuda", seed=1)
+            b = make_tensor((k, n), dtype, "cuda", seed=2)
+            ref = a.double() @ b.double()
+            tol_k = half_tol(dtype, k)
+            assert rel_err(cudasteps.mm(a, b), ref) < tol_k, (dtype, m, n, k)
+            assert rel_err(cudasteps.mm(b.t(), a.t()), ref.t()) < tol_k, (dtype, m, n, k, "T")
+            assert rel_err(cudasteps.mm(a, b.t().contiguous().t()), ref) < tol_k, (dtype, m, n, k, "NT")
+
+
+@requires_cuda
+def test_tf32_switch():
+    """float32 follows torch's TF32 switch: exact SGEMM when off, TF32 tensor cores when on (an
+    error of TF32's size, far above fp32's), and set_float32_matmul_precision("high") turns it on."""
+    m, n, k = 256, 384, 2048
+    a = make_tensor((m, k), device="cuda", seed=1)
+    b = make_tensor((k, n), device="cuda", seed=2)
+    ref = ref_mm(a, b)
+    with tf32_mode(False):
+        exact = rel_err(cudasteps.mm(a, b), ref)
+    with tf32_mode(True):
+        tf32 = rel_err(cudasteps.mm(a, b), ref)
+        torch_tf32 = rel_err(torch.mm(a, b), ref)
+        lin = rel_err(cudasteps.linear(a, b.t()), ref)
+    assert exact < F32_TOL
+    assert 1e-5 < tf32 < half_tol(torch.float32, k), (tf32, torch_tf32)
+    assert 1e-5 < lin < half_tol(torch.float32, k)
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert rel_err(cudasteps.mm(a, b), ref) > 1e-5
+        torch.set_float32_matmul_precision("highest")
+        assert rel_err(cudasteps.mm(a, b), ref) < F32_TOL
+    finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+@requires_cuda
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_tf32_layouts_and_views(ta, tb):
+    """TF32 reads K-major operands: the other layouts go through cudasteps.transpose first."""
+    with tf32_mode(True):
+        for i, (m, n, k) in enumerate([(1, 1, 1), (127, 129, 131), (513, 515, 1027), (64, 300, 4)]):
+            a = layout(make_tensor((m, k), device="cuda", seed=i), ta)
+            b = layout(make_tensor((k, n), device="cuda", seed=50 + i), tb)
+            err = rel_err(cudasteps.mm(a, b), ref_mm(a, b))
+            assert err < half_tol(torch.float32, k), ((m, n, k), err)
+        a = misaligned((45, 77), device="cuda", seed=7)
+        b = misaligned((77, 39), device="cuda", seed=8)
+        assert rel_err(cudasteps.mm(a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("amp_dtype", HALF_DTYPES)
+def test_autocast(device, amp_dtype):
+    """Under autocast the three ops cast like aten's mm / addmm / linear: floating tensors to the
+    autocast dtype (outputs in it), float64 left alone, and gradients reach fp32 leaves in fp32."""
+    if device == "cpu" and amp_dtype == torch.float16 and not torch.amp.is_autocast_available("cpu"):
+        pytest.skip("CPU autocast is not available in this torch build")
+    a = make_tensor((9, 16), device=device, seed=1).requires_grad_()
+    b = make_tensor((16, 12), device=device, seed=2).requires_grad_()
+    s = make_tensor((12,), device=device, seed=3)
+    w = make_tensor((12, 16), device=device, seed=4).requires_grad_()
+    bias = make_tensor((12,), device=device, seed=5).requires_grad_()
+    with torch.autocast(device, dtype=amp_dtype):
+        outs = {
+            "mm": (cudasteps.mm(a, b), torch.mm(a, b)),
+            "addmm": (cudasteps.addmm(s, a, b, beta=0.5), torch.addmm(s, a, b, beta=0.5)),
+            "linear": (cudasteps.linear(a, w, bias), F.linear(a, w, bias)),
+        }
+        f64 = cudasteps.mm(a.double(), b.double())
+    assert f64.dtype == torch.float64
+    for name, (ours, theirs) in outs.items():
+        assert ours.dtype == theirs.dtype == amp_dtype, name
+        assert rel_err(ours, theirs.float()) < half_tol(amp_dtype, 16), name
+    outs["linear"][0].float().sum().backward()
+    assert w.grad.dtype == torch.float32 and bias.grad.dtype == torch.float32
+    grads = [t.grad.clone() for t in (a, w, bias)]
+    for t in (a, w, bias):
+        t.grad = None
+    with torch.autocast(device, dtype=amp_dtype):
+        F.linear(a, w, bias).float().sum().backward()
+    for g, t in zip(grads, (a, w, bias)):
+        assert rel_err(g, t.grad) < 4 * HALF_EPS[amp_dtype]
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_grads_half_vs_torch_cuda(dtype):
+    """The backward GEMMs run in the same dtype on the same kernels: gradients match torch's."""
+    x = make_tensor((4, 33, 130), dtype, "cuda", seed=1).requires_grad_()
+    w = make_tensor((70, 130), dtype, "cuda", seed=2).requires_grad_()
+    bias = make_tensor((70,), dtype, "cuda", seed=3).requires_grad_()
+    g = make_tensor((4, 33, 70), dtype, "cuda", seed=4)
+    cudasteps.linear(x, w, bias).backward(g)
+    ours = [t.grad.clone() for t in (x, w, bias)]
+    for t in (x, w, bias):
+        assert t.grad.dtype == dtype
+        t.grad = None
+    F.linear(x, w, bias).backward(g)
+    for o, t in zip(ours, (x, w, bias)):
+        assert rel_err(o, t.grad) < 2 * half_tol(dtype, 132), dtype
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_opcheck_half(device, dtype):
+    def mk(shape, seed):
+        return make_tensor(shape, dtype, device, seed=seed).requires_grad_()
+
+    torch.library.opcheck(torch.ops.cudasteps.mm, (mk((5, 6), 1), mk((6, 7), 2)))
+    torch.library.opcheck(torch.ops.cudasteps.addmm, (mk((7,), 3), mk((5, 6), 1), mk((6, 7), 2)))
+    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
+
+
+# Every tensor-core ladder step, every dtype, every layout, odd shapes.
+TC_LADDER_SHAPES = [(1, 1, 1), (67, 33, 5), (128, 256, 64), (259, 131, 517), (1000, 1000, 1000)]
+
+
+def _tc_step_reason(variant: str) -> str:
+    if not HAS_CUDA:
+        return CUDA_SKIP_REASON
+    major, minor = torch.cuda.get_device_capability()
+    if variant in G.TC_HOPPER_STEPS and (major, minor) != (9, 0):
+        return f"{variant} needs a compute capability 9.0 GPU, this one is {major}.{minor}"
+    if major < 8:
+        return f"tensor-core GEMM needs compute capability 8.0 or newer, this GPU is {major}.{minor}"
+    return ""
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", G.TC_LADDER)
+@pytest.mark.parametrize("dtype", G.TC_DTYPES, ids=["bf16", "fp16", "tf32"])
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_tc_ladder_step(variant, dtype, ta, tb):
+    if _tc_step_reason(variant):
+        pytest.skip(_tc_step_reason(variant))
+    for i, (m, n, k) in enumerate(TC_LADDER_SHAPES):
+        a = layout(make_tensor((m, k), dtype, "cuda", seed=i), ta)
+        b = layout(make_tensor((k, n), dtype, "cuda", seed=50 + i), tb)
+        out = G.run_ladder(variant, a, b)
+        assert out.dtype == dtype and out.shape == (m, n)
+        err = rel_err(out, ref_mm(a, b))
+        assert err < half_tol(dtype, k), f"{variant} {dtype} {(m, n, k)} ta={ta} tb={tb}: {err}"
+    a = misaligned((45, 77), dtype, "cuda", seed=7)
+    b = misaligned((77, 39), dtype, "cuda", seed=8)
+    assert rel_err(G.run_ladder(variant, a, b), ref_mm(a, b)) < half_tol(dtype, 77), variant
+
+
+@requires_cuda
+def test_tc_ladder_errors():
+    a = make_tensor((4, 8), torch.float64, "cuda")
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: self must be bfloat16, float16 or float32"):
+        G.run_ladder("tc:mma", a, a.t())
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
+        G.run_ladder("tc:nope", a.float(), a.t().float())

@@ -72,8 +72,8 @@ at::Tensor copy_cpu(const at::Tensor& self) {
   return out;
 }
 
-void copy__cpu(at::Tensor& self, const at::Tensor& src) {
-  if (check_copy_args(self, src)) copy_cpu_impl(self, src);
+void copy__cpu(at::Tensor& out, const at::Tensor& src) {
+  if (check_copy_args(out, src)) copy_cpu_impl(out, src);
 }
 
 }  // namespace

@@ -221,8 +221,8 @@ at::Tensor copy_cuda(const at::Tensor& self) {
   return out;
 }
 
-void copy__cuda(at::Tensor& self, const at::Tensor& src) {
-  if (check_copy_args(self, src)) copy_cuda_impl(self, src);
+void copy__cuda(at::Tensor& out, const at::Tensor& src) {
+  if (check_copy_args(out, src)) copy_cuda_impl(out, src);
 }
 
 // ---- Ladder -------------------------------------------------------------------------------------

@@ -25,12 +25,18 @@ inline const char* torch_counterpart(const char* op) {
   return "torch.mm";
 }
 
-// float32 (the tuned SGEMM) or float64 (a simple tiled kernel); anything else is torch's job.
+// float32 (the exact SGEMM, or TF32 tensor cores when torch's allow_tf32 is on), float64 (a simple
+// tiled kernel), float16 and bfloat16 (tensor cores, fp32 accumulation). Complex and integer
+// matrices are torch's job.
+inline bool is_gemm_dtype(at::ScalarType dtype) {
+  return dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
+         dtype == at::kBFloat16;
+}
+
 inline void check_gemm_dtype(const at::Tensor& t, const char* op, const char* arg) {
-  const auto dtype = t.scalar_type();
-  CUDASTEPS_CHECK(dtype == at::kFloat || dtype == at::kDouble, op, arg,
-                  " must be float32 or float64, got ", dtype, " (use ", torch_counterpart(op),
-                  " for half/bf16 tensor-core GEMM)");
+  CUDASTEPS_CHECK(is_gemm_dtype(t.scalar_type()), op, arg,
+                  " must be float32, float64, float16 or bfloat16, got ", t.scalar_type(), " (use ",
+                  torch_counterpart(op), " for other dtypes)");
 }
 
 // Checks for self @ mat2 style arguments (names passed in so addmm/linear say mat1/input).

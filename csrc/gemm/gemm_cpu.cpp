@@ -1,4 +1,7 @@
-// CPU GEMM (float32, float64): cache-blocked, packed, parallel over output tiles.
+// CPU GEMM: cache-blocked, packed, parallel over output tiles. float32 and float64 accumulate in
+// their own type; float16 and bfloat16 are widened to float32 as they are packed, accumulate in
+// float32 and are rounded once, in the epilogue (what torch's CPU kernels do for reduced precision).
+// A reference-quality kernel: CPU speed is not a target of this project.
 //
 // Each task owns one kCpuTileM x kCpuTileN output tile. For each kCpuTileK slice of K it packs the
 // A block row-major [TileM][TileK] and the B block row-major [TileK][TileN] (from any layout, so
@@ -21,12 +24,13 @@ constexpr int64_t kCpuTileN = 128;
 // K slice: packed A (64 x 256) + B (256 x 128) = 192 KiB fp32, an L2-sized working set.
 constexpr int64_t kCpuTileK = 256;
 
-template <typename T>
-inline T load(const T* p, const gemm::Operand& op, int64_t r, int64_t c) {
-  return op.col_major ? p[c * op.ld + r] : p[r * op.ld + c];
+template <typename Acc, typename T>
+inline Acc load(const T* p, const gemm::Operand& op, int64_t r, int64_t c) {
+  return static_cast<Acc>(op.col_major ? p[c * op.ld + r] : p[r * op.ld + c]);
 }
 
-template <typename T>
+// T: the element type of operands, addend and output; Acc: the accumulation type.
+template <typename T, typename Acc>
 void gemm_cpu_impl(at::Tensor& out, const gemm::Operand& a, const gemm::Operand& b,
                    const gemm::Addend& add, int64_t M, int64_t N, int64_t K, double alpha_d,
                    double beta_d) {
@@ -34,39 +38,39 @@ void gemm_cpu_impl(at::Tensor& out, const gemm::Operand& a, const gemm::Operand&
   const T* B = static_cast<const T*>(b.ptr);
   const T* C = static_cast<const T*>(add.ptr);
   T* O = out.data_ptr<T>();
-  const T alpha = static_cast<T>(alpha_d), beta = static_cast<T>(beta_d);
+  const Acc alpha = static_cast<Acc>(alpha_d), beta = static_cast<Acc>(beta_d);
   const bool use_addend = C != nullptr && beta_d != 0.0;
   const int64_t tiles_m = (M + kCpuTileM - 1) / kCpuTileM;
   const int64_t tiles_n = (N + kCpuTileN - 1) / kCpuTileN;
   at::parallel_for(0, tiles_m * tiles_n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> acc(kCpuTileM * kCpuTileN);
-    std::vector<T> pa(kCpuTileM * kCpuTileK);
-    std::vector<T> pb(kCpuTileK * kCpuTileN);
+    std::vector<Acc> acc(kCpuTileM * kCpuTileN);
+    std::vector<Acc> pa(kCpuTileM * kCpuTileK);
+    std::vector<Acc> pb(kCpuTileK * kCpuTileN);
     for (int64_t tile = begin; tile < end; ++tile) {
       const int64_t m0 = (tile / tiles_n) * kCpuTileM, n0 = (tile % tiles_n) * kCpuTileN;
       const int64_t tm = std::min(kCpuTileM, M - m0), tn = std::min(kCpuTileN, N - n0);
-      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(acc.begin(), acc.end(), Acc(0));
       for (int64_t k0 = 0; k0 < K; k0 += kCpuTileK) {
         const int64_t tk = std::min(kCpuTileK, K - k0);
         for (int64_t i = 0; i < tm; ++i)
-          for (int64_t k = 0; k < tk; ++k) pa[i * kCpuTileK + k] = load(A, a, m0 + i, k0 + k);
+          for (int64_t k = 0; k < tk; ++k) pa[i * kCpuTileK + k] = load<Acc>(A, a, m0 + i, k0 + k);
         for (int64_t k = 0; k < tk; ++k)
-          for (int64_t j = 0; j < tn; ++j) pb[k * kCpuTileN + j] = load(B, b, k0 + k, n0 + j);
+          for (int64_t j = 0; j < tn; ++j) pb[k * kCpuTileN + j] = load<Acc>(B, b, k0 + k, n0 + j);
         for (int64_t i = 0; i < tm; ++i) {
-          T* __restrict__ row = acc.data() + i * kCpuTileN;
-          const T* __restrict__ arow = pa.data() + i * kCpuTileK;
+          Acc* __restrict__ row = acc.data() + i * kCpuTileN;
+          const Acc* __restrict__ arow = pa.data() + i * kCpuTileK;
           for (int64_t k = 0; k < tk; ++k) {
-            const T av = arow[k];
-            const T* __restrict__ brow = pb.data() + k * kCpuTileN;
+            const Acc av = arow[k];
+            const Acc* __restrict__ brow = pb.data() + k * kCpuTileN;
             for (int64_t j = 0; j < tn; ++j) row[j] += av * brow[j];
           }
         }
       }
       for (int64_t i = 0; i < tm; ++i) {
         for (int64_t j = 0; j < tn; ++j) {
-          T v = alpha * acc[i * kCpuTileN + j];
-          if (use_addend) v += beta * C[(m0 + i) * add.s0 + (n0 + j) * add.s1];
-          O[(m0 + i) * N + (n0 + j)] = v;
+          Acc v = alpha * acc[i * kCpuTileN + j];
+          if (use_addend) v += beta * static_cast<Acc>(C[(m0 + i) * add.s0 + (n0 + j) * add.s1]);
+          O[(m0 + i) * N + (n0 + j)] = static_cast<T>(v);
         }
       }
     }
@@ -81,10 +85,11 @@ at::Tensor gemm_cpu(const at::Tensor& a_t, const at::Tensor& b_t, const gemm::Ad
   if (M == 0 || N == 0) return out;
   const gemm::Operand a = gemm::make_operand(a_t);
   const gemm::Operand b = gemm::make_operand(b_t);
-  if (a_t.scalar_type() == at::kFloat) {
-    gemm_cpu_impl<float>(out, a, b, add, M, N, K, alpha, beta);
-  } else {
-    gemm_cpu_impl<double>(out, a, b, add, M, N, K, alpha, beta);
+  switch (a_t.scalar_type()) {
+    case at::kFloat: gemm_cpu_impl<float, float>(out, a, b, add, M, N, K, alpha, beta); break;
+    case at::kDouble: gemm_cpu_impl<double, double>(out, a, b, add, M, N, K, alpha, beta); break;
+    case at::kHalf: gemm_cpu_impl<at::Half, float>(out, a, b, add, M, N, K, alpha, beta); break;
+    default: gemm_cpu_impl<at::BFloat16, float>(out, a, b, add, M, N, K, alpha, beta); break;
   }
   return out;
 }

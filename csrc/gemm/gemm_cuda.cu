@@ -35,6 +35,17 @@
 // it yields at least one block per SM; otherwise,
 // when K >= 2048, the main config with split-K (as many splits as fit in one wave of resident
 // blocks, K slices of at least 256); otherwise the largest smaller tile that fills the SMs, else the 64x64 tile.
+//
+// Tensor cores (tc_gemm_cuda, below the SGEMM): bf16/fp16 always, and float32 when torch's TF32
+// switch (torch.backends.cuda.matmul.allow_tf32, or set_float32_matmul_precision "high"/"medium")
+// is on, read from at::globalContext() per call. Kernel choice: on a Hopper GPU (and a build with
+// the sm_90a kernels) the warp-specialized wgmma/TMA kernel; elsewhere (sm_80+) the multistage
+// cp.async + ldmatrix kernel; the plain mma.sync kernel only where neither can read the operands.
+// Operands TMA / cp.async cannot read in place (base or leading dimension not 16-byte aligned) are
+// first repacked by cudasteps::copy_ into a buffer whose rows are padded to 16 bytes: one pass over
+// the operand, small next to the product, and it lets ragged shapes (K = 4099) run the fast kernels.
+// TF32 wgmma reads K-major operands only: other TF32 layouts go through cudasteps::transpose first.
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -45,6 +56,7 @@
 #include "common/vec.cuh"
 #include "gemm/gemm_cuda.h"
 #include "gemm/gemm_tiles.cuh"
+#include "gemm/tc_gemm.h"
 
 namespace cudasteps {
 namespace gemm {
@@ -203,6 +215,216 @@ void launch_epilogue(const T* partial, int splits, int64_t M, int64_t N, T* out,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+
+// ---- tensor cores: operands as the kernels read them ----
+
+// One operand of a TcProblem: `k_major` as in TcProblem (A row-major, B column-major).
+struct TcOperand {
+  at::Tensor holder;
+  const void* ptr = nullptr;
+  int64_t ld = 0;
+  bool k_major = true;
+};
+
+// copy_(Tensor(a!) out, Tensor src): the mutated argument is a non-const reference in the schema.
+const c10::TypedOperatorHandle<void(at::Tensor&, const at::Tensor&)>& copy_into_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("cudasteps::copy_", "")
+                             .typed<void(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& transpose_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("cudasteps::transpose", "")
+                             .typed<at::Tensor(const at::Tensor&)>();
+  return op;
+}
+
+// `t` (rows x cols) read in place: row- or column-major (make_operand copies other strides). A
+// leading dimension that never steps (one row of a row-major matrix) is set to a 16-byte multiple
+// so that alignment checks look at what matters.
+TcOperand tc_operand(const at::Tensor& t, bool is_b) {
+  const Operand o = make_operand(t);
+  TcOperand r;
+  r.holder = o.holder;
+  r.ptr = o.ptr;
+  r.ld = o.ld;
+  r.k_major = is_b ? o.col_major : !o.col_major;
+  const int64_t stepped = o.col_major ? t.size(1) : t.size(0);
+  const int64_t contiguous = o.col_major ? t.size(0) : t.size(1);
+  const int64_t align = 16 / int64_t(t.element_size());
+  if (stepped <= 1) r.ld = std::max<int64_t>(ceil_div<int64_t>(contiguous, align) * align, align);
+  return r;
+}
+
+bool tc_operand_aligned(const TcOperand& o, int64_t elem_bytes) {
+  return reinterpret_cast<uintptr_t>(o.ptr) % 16 == 0 && (o.ld * elem_bytes) % 16 == 0;
+}
+
+// The same layout, in a fresh buffer whose leading dimension is padded to 16 bytes.
+TcOperand tc_aligned_copy(const at::Tensor& t, bool is_b, bool k_major) {
+  // The operand as a row-major [stepped, contiguous] view of its storage order.
+  const bool col_major = is_b ? k_major : !k_major;
+  const at::Tensor src = col_major ? t.t() : t;
+  const int64_t rows = src.size(0), cols = src.size(1);
+  const int64_t align = 16 / int64_t(t.element_size());
+  const int64_t ld = std::max<int64_t>(ceil_div<int64_t>(cols, align) * align, align);
+  at::Tensor buf = at::empty({rows, ld}, t.options());
+  at::Tensor window = buf.narrow(1, 0, cols);
+  copy_into_op().call(window, src);
+  TcOperand r;
+  r.holder = buf;
+  r.ptr = buf.const_data_ptr();
+  r.ld = ld;
+  r.k_major = k_major;
+  return r;
+}
+
+// A K-major copy (A row-major, B column-major) through the transpose kernel, rows padded to 16
+// bytes when K is not a multiple of 16 bytes.
+TcOperand tc_k_major_copy(const at::Tensor& t, bool is_b) {
+  // A [M, K] column-major: t.t() is a row-major [K, M]; its transpose is A row-major.
+  // B [K, N] row-major: its transpose is [N, K] row-major, i.e. B column-major.
+  const at::Tensor k_rows = transpose_op().call(is_b ? t : t.t());  // [M or N, K] contiguous
+  const int64_t eb = t.element_size();
+  if ((k_rows.size(1) * eb) % 16 == 0 || k_rows.size(0) <= 1) {
+    TcOperand r;
+    r.holder = k_rows;
+    r.ptr = k_rows.const_data_ptr();
+    r.ld = k_rows.size(1);
+    r.k_major = true;
+    if (k_rows.size(0) <= 1) r.ld = std::max<int64_t>(ceil_div<int64_t>(r.ld, 16 / eb) * (16 / eb), 16 / eb);
+    return r;
+  }
+  return tc_aligned_copy(is_b ? k_rows.t() : k_rows, is_b, true);
+}
+
+const char* tc_kernel_name(TcKernel k) {
+  switch (k) {
+    case TcKernel::kMma: return "tc:mma";
+    case TcKernel::kCpAsync: return "tc:ldmatrix_cp_async";
+    case TcKernel::kWgmma: return "tc:wgmma";
+    case TcKernel::kWgmmaTma: return "tc:wgmma_tma";
+    case TcKernel::kFinal: return "tc:ws_persistent";
+    default: return "tc:final";
+  }
+}
+
+bool is_hopper_kernel(TcKernel k) {
+  return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kFinal;
+}
+
+}  // namespace
+
+TcType tc_type_of(at::ScalarType dtype) {
+  if (dtype == at::kBFloat16) return TcType::kBF16;
+  if (dtype == at::kHalf) return TcType::kFP16;
+  return TcType::kTF32;
+}
+
+at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
+                        double alpha, double beta, TcType type, TcKernel kernel,
+                        int cp_async_config) {
+  const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
+  at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
+  if (M == 0 || N == 0) return out;
+  const c10::cuda::CUDAGuard guard(a_t.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  Addend add = add_in;
+  if (beta == 0.0) add.ptr = nullptr;
+  if (K == 0) {  // alpha * (empty sum) + beta * C, computed in fp32 and rounded once
+    if (add.ptr == nullptr) return out.zero_();
+    return out.copy_(add.holder.to(at::kFloat).mul(beta).expand({M, N}));
+  }
+
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  CUDASTEPS_CHECK(prop->major >= 8, "mm", "tensor-core GEMM (", a_t.scalar_type(),
+                  ") needs a GPU of compute capability 8.0 or newer, got ", prop->major, ".",
+                  prop->minor, " (", prop->name, ")");
+  const int64_t eb = a_t.element_size();
+  TcOperand a = tc_operand(a_t, false);
+  TcOperand b = tc_operand(b_t, true);
+
+  if (kernel == TcKernel::kAuto) {
+    kernel = tc_hopper_available() ? TcKernel::kFinal : TcKernel::kCpAsync;
+  }
+  if (is_hopper_kernel(kernel)) {
+    CUDASTEPS_CHECK(tc_hopper_available(), "ladder_mm", tc_kernel_name(kernel),
+                    " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
+                    prop->major, ".", prop->minor);
+    // TF32 wgmma reads K-major operands only: others are transposed once by cudasteps::transpose.
+    // (bf16/fp16 are read in place either way.)
+    if (type == TcType::kTF32 && !a.k_major) a = tc_k_major_copy(a_t, false);
+    if (type == TcType::kTF32 && !b.k_major) b = tc_k_major_copy(b_t, true);
+  }
+  if (kernel != TcKernel::kMma) {
+    if (!tc_operand_aligned(a, eb)) a = tc_aligned_copy(a_t, false, a.k_major);
+    if (!tc_operand_aligned(b, eb)) b = tc_aligned_copy(b_t, true, b.k_major);
+  }
+
+  TcProblem p;
+  p.type = type;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = a.ptr;
+  p.lda = a.ld;
+  p.a_kmajor = a.k_major;
+  p.b = b.ptr;
+  p.ldb = b.ld;
+  p.b_kmajor = b.k_major;
+  p.out = out.data_ptr();
+  p.ldo = N;
+  p.alpha = float(alpha);
+  p.beta = float(beta);
+  p.addend = add.ptr;
+  p.add_s0 = add.s0;
+  p.add_s1 = add.s1;
+
+  if (is_hopper_kernel(kernel) && !tc_hopper_supports(p)) {
+    // Sizes past the TMA's 32-bit coordinates: a forced ladder step refuses, the dispatcher
+    // takes the sm_80 path.
+    CUDASTEPS_CHECK(kernel == TcKernel::kFinal, "ladder_mm", tc_kernel_name(kernel),
+                    " cannot take a [", M, ", ", K, "] x [", K, ", ", N, "] product");
+    kernel = TcKernel::kCpAsync;
+  }
+  if (kernel == TcKernel::kCpAsync && !tc_cp_async_supports(p)) {
+    // A layout the cp.async kernel does not read (tf32 MN-major): transpose to K-major.
+    if (!p.a_kmajor) {
+      a = tc_k_major_copy(a_t, false);
+      p.a = a.ptr, p.lda = a.ld, p.a_kmajor = true;
+    }
+    if (!p.b_kmajor) {
+      b = tc_k_major_copy(b_t, true);
+      p.b = b.ptr, p.ldb = b.ld, p.b_kmajor = true;
+    }
+    CUDASTEPS_CHECK(tc_cp_async_supports(p), "ladder_mm", tc_kernel_name(kernel),
+                    " cannot read these operands");
+  }
+  switch (kernel) {
+    case TcKernel::kMma: tc_mma_launch(p, stream); break;
+    case TcKernel::kCpAsync: tc_cp_async_launch(p, cp_async_config, stream); break;
+    case TcKernel::kWgmma: tc_wgmma_launch(p, stream); break;
+    case TcKernel::kWgmmaTma: tc_wgmma_tma_launch(p, stream); break;
+    default: tc_hopper_final_launch(p, stream); break;
+  }
+  return out;
+}
+
+namespace {
+
+// The op-level choice: tensor cores for bf16/fp16, and for float32 when TF32 is allowed.
+at::Tensor matmul_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
+                       double beta) {
+  const auto dtype = a.scalar_type();
+  if (dtype == at::kHalf || dtype == at::kBFloat16 ||
+      (dtype == at::kFloat && at::globalContext().allowTF32CuBLAS())) {
+    return tc_gemm_cuda(a, b, add, alpha, beta, tc_type_of(dtype));
+  }
+  return gemm_cuda(a, b, add, alpha, beta);
+}
+
 }  // namespace
 
 int find_config(const std::string& name) {
@@ -319,7 +541,7 @@ namespace {
 
 at::Tensor mm_cuda(const at::Tensor& self, const at::Tensor& mat2) {
   check_mm_pair(self, mat2, "mm", "self", "mat2");
-  return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0);
+  return matmul_cuda(self, mat2, Addend{}, 1.0, 0.0);
 }
 
 at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
@@ -329,7 +551,7 @@ at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::
   const double beta_d = beta.toDouble();
   Addend add;
   if (beta_d != 0.0) add = make_addend(self, mat1.size(0), mat2.size(1));
-  return gemm_cuda(mat1, mat2, add, alpha.toDouble(), beta_d);
+  return matmul_cuda(mat1, mat2, add, alpha.toDouble(), beta_d);
 }
 
 at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
@@ -340,8 +562,8 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
   Addend add;
   const bool has_bias = bias.has_value() && bias->defined();
   if (has_bias) add = make_bias_addend(*bias, N);
-  // weight.t() is a column-major [K, N] view: read in place (the TN/NT instantiations).
-  at::Tensor out = gemm_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0);
+  // weight.t() is a column-major (K-major) [K, N] view: read in place by every kernel.
+  at::Tensor out = matmul_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0);
   return out.view(linear_out_shape(input, N));
 }
 

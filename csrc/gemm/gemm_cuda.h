@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gemm/gemm.h"
+#include "gemm/tc_gemm.h"
 
 namespace cudasteps {
 namespace gemm {
@@ -15,6 +16,21 @@ namespace gemm {
 // config table (-1: chosen by shape); force_splits: split-K factor (0: chosen by shape).
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                      double beta, int force_config = -1, int force_splits = 0);
+
+// The tensor-core kernels ladder_mm can force by name ("tc:<step>"); kAuto is the dispatcher's
+// choice (what mm / addmm / linear run).
+enum class TcKernel { kAuto, kMma, kCpAsync, kWgmma, kWgmmaTma, kFinal };
+
+// out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or
+// float32 with type kTF32. Any strides (operands the chosen kernel cannot read in place are
+// repacked or transposed first). cp_async_config: a tc_cp_async config index for kCpAsync (-1:
+// chosen by shape).
+at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
+                        double beta, TcType type, TcKernel kernel = TcKernel::kAuto,
+                        int cp_async_config = -1);
+
+// The TcType of a bf16/fp16 tensor, or kTF32 for float32.
+TcType tc_type_of(at::ScalarType dtype);
 
 // Index of the config named `name` (e.g. "128x128x16_w64x32_t8x8"), or -1.
 int find_config(const std::string& name);

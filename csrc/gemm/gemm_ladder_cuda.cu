@@ -16,6 +16,16 @@
 //   double_buffer  + two shared buffers and register prefetch: the main config of the final kernel.
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K).
 //   cfg:<name>[:s<S>]  one entry of the config table by name, optionally with split-K factor S.
+//
+// The tensor-core ladder (bf16, fp16, and float32 as TF32 whatever torch's TF32 switch says),
+// any layout, run through tc_gemm_cuda:
+//   tc:mma                 mma.sync on shared-memory tiles filled by plain loads (tc_sm80.cu)
+//   tc:ldmatrix_cp_async   + ldmatrix from swizzled shared memory, multistage cp.async pipeline
+//   tc:cp_async_cfg:<name> one config of that kernel by name
+//   tc:wgmma               Hopper warpgroup MMA from shared memory (tc_hopper.cu)
+//   tc:wgmma_tma           + TMA loads into a multistage ring on mbarriers
+//   tc:ws_persistent       + warp specialization, persistent rasterized tiles
+//   tc:final               the dispatcher's choice (what mm runs for these dtypes)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -202,15 +212,53 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
-    "double_buffer, final, cfg:<name>[:s<splits>]";
+    "double_buffer, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
+    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:final";
+
+at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::string& variant) {
+  const auto dtype = self.scalar_type();
+  CUDASTEPS_CHECK(dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16, kOp,
+                  "self must be bfloat16, float16 or float32 (as TF32) for variant '", variant,
+                  "', got ", dtype);
+  const std::string step = variant.substr(3);
+  int config = -1;
+  TcKernel kernel;
+  if (step == "mma") {
+    kernel = TcKernel::kMma;
+  } else if (step == "ldmatrix_cp_async") {
+    kernel = TcKernel::kCpAsync;
+  } else if (step.rfind("cp_async_cfg:", 0) == 0) {
+    kernel = TcKernel::kCpAsync;
+    const std::string name = step.substr(13);
+    std::string names;
+    for (int i = 0; i < tc_cp_async_num_configs(); ++i) {
+      if (name == tc_cp_async_config_name(i)) config = i;
+      names += (i ? ", " : "") + std::string(tc_cp_async_config_name(i));
+    }
+    CUDASTEPS_CHECK(config >= 0, kOp, "cp.async config must be one of ", names, ", got '", name,
+                    "'");
+  } else if (step == "wgmma") {
+    kernel = TcKernel::kWgmma;
+  } else if (step == "wgmma_tma") {
+    kernel = TcKernel::kWgmmaTma;
+  } else if (step == "ws_persistent") {
+    kernel = TcKernel::kFinal;
+  } else {
+    CUDASTEPS_CHECK(step == "final", kOp, "variant must be one of ", kLadderNames, ", got '",
+                    variant, "'");
+    kernel = TcKernel::kAuto;
+  }
+  return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config);
+}
 
 at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
                           c10::string_view variant_sv) {
   const std::string variant(variant_sv);
   check_mm_pair(self, mat2, kOp, "self", "mat2");
+  check_device_type(self, c10::DeviceType::CUDA, kOp, "self");
+  if (variant.rfind("tc:", 0) == 0) return ladder_tc(self, mat2, variant);
   CUDASTEPS_CHECK(self.scalar_type() == at::kFloat, kOp, "self must be float32, got ",
                   self.scalar_type());
-  check_device_type(self, c10::DeviceType::CUDA, kOp, "self");
 
   // Variants running the production driver accept any layout.
   if (variant == "final") return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0);

@@ -1,10 +1,18 @@
-"""gemm family: tiled SGEMM for ``mm``, ``addmm`` and ``linear`` (csrc/gemm).
+"""gemm family: ``mm``, ``addmm`` and ``linear`` on CUDA cores and tensor cores (csrc/gemm).
 
-float32 runs a register-blocked, warp-tiled, double-buffered SGEMM with a small table of tile
-configs chosen by shape (split-K for small outputs with a long K); float64 runs a simple tiled
-kernel. Transposed operands (``a.t()``, linear's weight) are read in place. Other dtypes raise:
-use torch for half/bf16 tensor-core GEMM. All three ops are differentiable; their backward runs
-``cudasteps.mm`` on transposed views.
+* bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
+  Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
+  ldmatrix mma.sync kernel.
+* float32: the exact SGEMM (register-blocked, warp-tiled, double-buffered, a config table chosen
+  by shape, split-K for small outputs with a long K), or, when torch's TF32 switch is on
+  (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision("high")``),
+  the tensor-core kernels in TF32, as ``torch.mm`` does. The switch is read per call in C++.
+* float64: a simple tiled kernel.
+
+Under ``torch.autocast`` the three ops cast their floating-point arguments to the autocast dtype,
+as aten's mm / addmm / linear do (registered in C++, csrc/gemm/gemm_autocast.cpp). Transposed
+operands (``a.t()``, linear's weight) are read in place where the kernel allows it. All three ops
+are differentiable; their backward runs ``cudasteps.mm`` in the same dtype (the same kernels).
 """
 
 from typing import Optional
@@ -43,16 +51,31 @@ CONFIGS = (
 )
 CONFIG_VARIANTS = tuple(f"cfg:{c}" for c in CONFIGS) + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
 
+# The tensor-core ladder (bf16, fp16, and float32 as TF32), naive first; ``tc:final`` is what mm()
+# runs for those dtypes. The sm_80 steps run on any GPU of compute capability 8.0 or newer; the
+# Hopper steps (wgmma onwards) need compute capability 9.0 and a build that includes it.
+TC_LADDER = (
+    "tc:mma",
+    "tc:ldmatrix_cp_async",
+    "tc:wgmma",
+    "tc:wgmma_tma",
+    "tc:ws_persistent",
+    "tc:final",
+)
+TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent")
+TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Matrix product ``a @ b`` of 2-D tensors ``a`` [M, K] and ``b`` [K, N] -> [M, N].
 
-    Like ``torch.mm`` for float32 and float64 only (float32 accumulates in float32, TF32 is never
-    used); other dtypes raise (use ``torch.mm`` for half/bf16 tensor-core GEMM). Any strides: a
-    row- or column-major operand (e.g. ``a.t()``) is read in place, anything else is copied first.
-    The result is always contiguous. Differentiable in both arguments.
+    Like ``torch.mm`` for float32, float64, float16 and bfloat16: half types run on tensor cores
+    with fp32 accumulation; float32 is exact unless torch's TF32 switch is on, then TF32 tensor
+    cores (as ``torch.mm``). Other dtypes raise. Any strides: a row- or column-major operand (e.g.
+    ``a.t()``) is read in place where the kernel can, anything else is copied first. The result is
+    always contiguous. Differentiable in both arguments; autocast casts as for ``torch.mm``.
     """
     return _ops.mm(a, b)
 
@@ -63,7 +86,7 @@ def addmm(
     """``beta * self + alpha * (mat1 @ mat2)``, as ``torch.addmm``.
 
     ``self`` must broadcast to [M, N]; the addition happens in the GEMM's epilogue (no extra pass).
-    With ``beta == 0`` ``self`` is ignored (NaNs in it do not propagate). float32/float64 only.
+    With ``beta == 0`` ``self`` is ignored (NaNs in it do not propagate). The dtypes of :func:`mm`.
     Differentiable in ``self``, ``mat1`` and ``mat2``.
     """
     return _ops.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
@@ -74,16 +97,18 @@ def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
 
     ``input`` [..., K] with any leading dims, ``weight`` [N, K] (read in place as a column-major
     operand: no transpose copy), ``bias`` [N] or None, added in the GEMM's epilogue.
-    float32/float64 only. Differentiable in all three.
+    The dtypes of :func:`mm`. Differentiable in all three.
     """
     return _ops.linear(input, weight, bias)
 
 
 def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Run one step of the SGEMM ladder (CUDA, float32, 2-D): see ``LADDER`` and ``CONFIG_VARIANTS``.
+    """Run one step of a gemm ladder (CUDA, 2-D operands).
 
-    The steps up to ``warptile`` (and ``double_buffer``) need contiguous operands; ``final`` and
-    ``cfg:*`` take any layout.
+    SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
+    ``warptile`` (and ``double_buffer``) need contiguous operands; ``final`` and ``cfg:*`` take any
+    layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
+    or float32 computed in TF32 whatever torch's switch says; any layout.
     """
     return _ops.ladder_mm(a, b, variant)
 
@@ -91,12 +116,15 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # ---- fake kernels: the same checks and messages as csrc/gemm/gemm.h ----
 
 
+_GEMM_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
 def _check_dtype(t: torch.Tensor, op: str, arg: str) -> None:
     _checks.check(
-        t.dtype in (torch.float32, torch.float64),
+        t.dtype in _GEMM_DTYPES,
         op,
-        f"{arg} must be float32 or float64, got {_checks.dtype_name(t.dtype)} "
-        f"(use {_COUNTERPART.get(op, 'torch.mm')} for half/bf16 tensor-core GEMM)",
+        f"{arg} must be float32, float64, float16 or bfloat16, got {_checks.dtype_name(t.dtype)} "
+        f"(use {_COUNTERPART.get(op, 'torch.mm')} for other dtypes)",
     )
 
 
@@ -171,8 +199,9 @@ def _linear_fake(input, weight, bias=None):
 def _ladder_mm_fake(a, b, variant):
     _check_pair(a, b, "ladder_mm", "self", "mat2")
     _checks.check(
-        variant in LADDER or variant.startswith("cfg:"),
+        variant in LADDER or variant.startswith("cfg:") or variant.startswith("tc:"),
         "ladder_mm",
-        f"variant must be one of {', '.join(LADDER)}, cfg:<name>[:s<splits>], got '{variant}'",
+        f"variant must be one of {', '.join(LADDER + TC_LADDER)}, cfg:<name>[:s<splits>], "
+        f"tc:cp_async_cfg:<name>, got '{variant}'",
     )
     return a.new_empty((a.shape[0], b.shape[1]))

@@ -8,15 +8,16 @@
   the activation that follows it (and into its backward's bias-gradient reduction) instead of
   being a separate pass in the matmul epilogue plus a separate activation pass.
 
-Autocast: ``cudasteps.linear`` is an fp32 SIMT GEMM (the gemm family; no fp16/bf16), so under
-``torch.autocast`` a :class:`Linear` runs in fp32, as autocast runs the ops of its fp32 list: a
-half-precision input is upcast and the output is fp32. The elementwise modules take whatever
-dtype arrives: a bf16 activation from a ``torch.nn.Linear`` under autocast meets the fp32 bias of
-:class:`BiasAct` in one kernel (fp32 math, bf16 out), with no cast of the bias.
+Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``linear``, so under
+``torch.autocast(dtype=torch.bfloat16)`` a :class:`Linear` casts its input and fp32 parameters to
+bf16 and runs the tensor-core GEMM, exactly where ``torch.nn.Linear`` does (gradients reach the
+fp32 parameters through the cast). The elementwise modules take whatever dtype arrives: a bf16
+activation meets the fp32 bias of :class:`BiasAct` in one kernel (fp32 math, bf16 out), with no
+cast of the bias.
 """
 
 import math
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -26,20 +27,11 @@ from . import elementwise as _ew
 __all__ = ["Linear", "BiasAct", "GELU", "ReLU", "SiLU", "MLP"]
 
 
-def _autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
-    """The autocast dtype active for ``device``'s type, or None when autocast is off there."""
-    device_type = device.type
-    if device_type not in ("cuda", "cpu"):
-        return None
-    if not torch.is_autocast_enabled(device_type):
-        return None
-    return torch.get_autocast_dtype(device_type)
-
-
 class Linear(nn.Module):
     """``y = x @ weight.T + bias``: a drop-in for ``torch.nn.Linear`` running ``cudasteps.linear``.
 
-    fp32 (and fp64); under autocast it computes in fp32 and returns fp32. Same constructor
+    Any dtype of ``cudasteps.linear`` (fp32, fp64, fp16, bf16); under autocast it computes in the
+    autocast dtype, as ``torch.nn.Linear``. Same constructor
     arguments (``in_features, out_features, bias=True, device=None, dtype=None``), parameter
     names, initialisation (``reset_parameters``) and ``state_dict`` keys, so state dicts load
     both ways between this and ``torch.nn.Linear``.
@@ -68,15 +60,7 @@ class Linear(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight = self.weight
-        if (
-            x.dtype != weight.dtype
-            and _autocast_dtype(x.device) is not None
-            and x.dtype in (torch.float16, torch.bfloat16)
-            and weight.dtype == torch.float32
-        ):
-            x = x.float()  # the fp32-only GEMM under autocast: run in fp32 (see the module docstring)
-        return torch.ops.cudasteps.linear(x, weight, self.bias)
+        return torch.ops.cudasteps.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

@@ -1,0 +1,77 @@
+// Autocast for mm, addmm and linear: under torch.autocast their floating-point tensor arguments are
+// cast to the autocast dtype (bf16 or fp16) before the op runs, as aten casts its own mm, addmm and
+// linear (autocast's lower-precision list, on CUDA and on CPU). So cudasteps.nn.Linear under
+// autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
+//
+// The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
+// left alone, and within one autocast region a leaf parameter (the weight) is cast once and reused.
+// The cast is differentiable, so gradients reach the fp32 parameters through the dispatcher's
+// Autograd key below this one.
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+#include "common/autograd.h"
+
+namespace cudasteps {
+namespace {
+
+template <c10::DeviceType Device>
+constexpr c10::DispatchKey autocast_key() {
+  return Device == c10::DeviceType::CUDA ? c10::DispatchKey::AutocastCUDA
+                                         : c10::DispatchKey::AutocastCPU;
+}
+
+template <c10::DeviceType Device>
+at::Tensor cast(const at::Tensor& t) {
+  return at::autocast::cached_cast(at::autocast::get_autocast_dtype(Device), t, Device);
+}
+
+template <c10::DeviceType Device>
+c10::optional<at::Tensor> cast(const c10::optional<at::Tensor>& t) {
+  if (!t.has_value() || !t->defined()) return t;
+  return cast<Device>(*t);
+}
+
+template <c10::DeviceType Device>
+at::Tensor mm_autocast(const at::Tensor& self, const at::Tensor& mat2) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(self), cast<Device>(mat2));
+}
+
+template <c10::DeviceType Device>
+at::Tensor addmm_autocast(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                          const at::Scalar& beta, const at::Scalar& alpha) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Scalar&, const at::Scalar&)>("addmm");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(self), cast<Device>(mat1), cast<Device>(mat2), beta, alpha);
+}
+
+template <c10::DeviceType Device>
+at::Tensor linear_autocast(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
+          "linear");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
+  m.impl("mm", &mm_autocast<c10::DeviceType::CUDA>);
+  m.impl("addmm", &addmm_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear", &linear_autocast<c10::DeviceType::CUDA>);
+}
+
+TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
+  m.impl("mm", &mm_autocast<c10::DeviceType::CPU>);
+  m.impl("addmm", &addmm_autocast<c10::DeviceType::CPU>);
+  m.impl("linear", &linear_autocast<c10::DeviceType::CPU>);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,689 @@
+// The sm_80+ tensor-core GEMM kernels (mma.sync), ladder steps 1 and 2 of the tensor-core ladder:
+//
+//   tc:mma                 mma.sync on shared-memory tiles filled by plain bounds-checked scalar
+//                          loads; fragments read from shared memory with 32-bit loads. Any layout,
+//                          any alignment, any shape: the fallback for operands the faster kernels
+//                          cannot read (misaligned views, odd leading dimensions).
+//   tc:ldmatrix_cp_async   a multistage cp.async pipeline into XOR-swizzled shared memory,
+//                          fragments through ldmatrix (ldmatrix.trans for MN-major operands),
+//                          double-buffered in registers across the k-steps of a tile: the path for
+//                          Ampere/Ada GPUs and the Hopper fallback for operands TMA cannot take.
+//
+// Both compute out[M, N] = alpha * A @ B + beta * C (tc_gemm.h) with fp32 accumulators, for
+// bf16/fp16 (m16n8k16) and TF32 (m16n8k8, operands rounded with cvt.rna.tf32.f32). The warp-level
+// fragment layouts, ldmatrix and the swizzle are described in tc_mma.cuh; the element traits,
+// cp.async, the grouped tile order and the epilogue live in tc_common.cuh.
+//
+// K is measured in bytes per shared-memory row: every tile row holds 64 bytes of K (BK = 32 for
+// bf16/fp16, 16 for TF32), so one configuration has the same shared-memory footprint and the same
+// number of k-steps per tile (2) for all three types. Config names give the 16-bit BK.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "common/checks.h"
+#include "common/launch.cuh"
+#include "gemm/tc_common.cuh"
+#include "gemm/tc_gemm.h"
+#include "gemm/tc_mma.cuh"
+
+namespace cudasteps {
+namespace gemm {
+
+namespace {
+
+using tc::Elem;
+using tc::Epilogue;
+using tc::Mma;
+using tc::TileRaster;
+
+constexpr const char* kOp = "mm";
+// Bytes of K per shared-memory tile row (see the top of the file).
+constexpr int kKBytes = 64;
+// Rows of output tiles per group of the rasterized order (tc_common.cuh, TileRaster).
+constexpr int kRasterGroup = 8;
+
+// The grouped tile order for a tiles_m x tiles_n grid, with the tile count checked against the
+// grid limit (the kernels use 32-bit tile indices).
+TileRaster make_raster(const TcProblem& p, int bm, int bn, const char* kernel) {
+  const int64_t tiles_m = ceil_div<int64_t>(p.M, bm), tiles_n = ceil_div<int64_t>(p.N, bn);
+  CUDASTEPS_CHECK(tiles_m * tiles_n <= INT_MAX, kOp, kernel, ": the output of ", p.M, " x ", p.N,
+                  " needs ", tiles_m * tiles_n, " tiles of ", bm, " x ", bn,
+                  ", more than the grid limit of ", INT_MAX);
+  TileRaster r;
+  r.tiles_m = int(tiles_m);
+  r.tiles_n = int(tiles_n);
+  // group <= tiles_m keeps group * tiles_n (TileRaster::coords) within the tile count.
+  r.group = int(std::min<int64_t>(kRasterGroup, tiles_m));
+  return r;
+}
+
+void check_device(const char* kernel) {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  CUDASTEPS_CHECK(prop->major >= 8, kOp, kernel,
+                  " needs a GPU of compute capability 8.0 or newer (mma.sync), got ", prop->major,
+                  ".", prop->minor, " (", prop->name, ")");
+}
+
+void check_problem(const TcProblem& p, const char* kernel) {
+  CUDASTEPS_CHECK(p.M > 0 && p.N > 0 && p.K > 0, kOp, kernel,
+                  ": M, N and K must be positive (empty products are handled by the caller), got ",
+                  p.M, " x ", p.N, " x ", p.K);
+}
+
+// =============================================================================================
+// tc:mma
+// =============================================================================================
+//
+// One 128 x 128 output tile per block of 8 warps (2 x 4), each warp a 64 x 32 tile: 4 x 4 MMA
+// tiles of 16 x 8, 64 fp32 accumulators per thread. K is walked 64 bytes at a time. Both operands
+// are stored K-major in shared memory whatever their layout in global memory (the tile loaders
+// transpose MN-major operands on the way), so one fragment-load routine serves all four layouts:
+// tile rows of 16 words of K plus 4 words of padding. The padding makes the fragment loads
+// conflict-free: lanes (g, t) read word 20 g + t (+ constant), and 20 g mod 32 for g = 0..7 is
+// {0, 20, 8, 28, 16, 4, 24, 12}, so the 32 words land in 32 different banks.
+// One shared-memory stage: load, barrier, MMAs, barrier. Two blocks per SM (20 KiB of shared
+// memory and <= 128 registers each) overlap one block's loads with the other's MMAs.
+namespace mma_step {
+
+constexpr int kBM = 128, kBN = 128;
+constexpr int kWarpsM = 2, kWarpsN = 4;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;  // 64 x 32
+constexpr int kMI = kWM / 16, kNI = kWN / 8;              // 4 x 4 MMA tiles per warp
+constexpr int kKWords = kKBytes / 4;                      // 16 words of K per tile row
+constexpr int kRowWords = kKWords + 4;                    // + padding (see above)
+constexpr int kKSteps = kKWords / 8;                      // 8 words (16 bf16 or 8 tf32) per MMA
+
+// Fills one K-major shared tile s[BX][kRowWords] (x = m for A, n for B) from the operand slice
+// starting at (x0, k0). KMajor: element (x, k) at src[x * ld + k], else at src[k * ld + x].
+// Consecutive threads walk the contiguous dimension, so the global reads coalesce. Elements
+// outside the matrix are stored as zero. TF32 operands are rounded once here, not per use.
+// Loads go in batches of 4 (4 loads in flight, then 4 stores): all of a thread's loads at once
+// would need 16 more registers, over the 128 of two blocks per SM.
+template <TcType T, int BX, bool KMajor>
+__device__ __forceinline__ void fill_tile(uint32_t* __restrict__ s,
+                                          const typename Elem<T>::type* __restrict__ src,
+                                          int64_t ld, int64_t x0, int64_t x_end, int64_t k0,
+                                          int64_t k_end, int tid) {
+  constexpr int kBK = kKBytes / int(sizeof(typename Elem<T>::type));
+  constexpr int kPerThread = BX * kBK / kThreads;
+  constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+  static_assert(kThreads % kBK == 0 && kThreads % BX == 0, "whole rows per pass");
+  static_assert(kPerThread % kBatch == 0, "whole batches");
+  // This thread's elements: (x, k), (x + j * kXStep, k + j * kKStep) for j < kPerThread.
+  constexpr int kXStep = KMajor ? kThreads / kBK : 0;
+  constexpr int kKStep = KMajor ? 0 : kThreads / BX;
+  const int x = KMajor ? tid / kBK : tid % BX;
+  const int k = KMajor ? tid % kBK : tid / BX;
+  // Elements left from this thread's first (x, k) along each dimension (may be <= 0).
+  const int64_t x_left = x_end - (x0 + x), k_left = k_end - (k0 + k);
+  const int64_t off0 = KMajor ? (x0 + x) * ld + k0 + k : (k0 + k) * ld + x0 + x;
+  const int64_t step = KMajor ? int64_t(kXStep) * ld : int64_t(kKStep) * ld;
+#pragma unroll
+  for (int j0 = 0; j0 < kPerThread; j0 += kBatch) {
+    uint32_t v[kBatch];
+#pragma unroll
+    for (int jj = 0; jj < kBatch; ++jj) {
+      const int j = j0 + jj;
+      v[jj] = 0;
+      if (j * kXStep < x_left && j * kKStep < k_left) {
+        const int64_t off = off0 + j * step;
+        if constexpr (T == TcType::kTF32) {
+          v[jj] = tc::to_tf32(__ldg(src + off));
+        } else {
+          v[jj] = __ldg(reinterpret_cast<const unsigned short*>(src) + off);
+        }
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < kBatch; ++jj) {
+      const int j = j0 + jj;
+      const int sx = x + j * kXStep, sk = k + j * kKStep;
+      if constexpr (T == TcType::kTF32) {
+        s[sx * kRowWords + sk] = v[jj];
+      } else {
+        reinterpret_cast<unsigned short*>(s)[sx * (2 * kRowWords) + sk] =
+            static_cast<unsigned short>(v[jj]);
+      }
+    }
+  }
+}
+
+template <TcType T>
+__global__ void __launch_bounds__(kThreads, 2)
+    tc_mma_kernel(const TcProblem p, const TileRaster raster, const Epilogue<T> ep) {
+  using E = typename Elem<T>::type;
+  constexpr int kBK = kKBytes / int(sizeof(E));
+  __shared__ uint32_t As[kBM * kRowWords];
+  __shared__ uint32_t Bs[kBN * kRowWords];
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
+  int tile_m, tile_n;
+  raster.coords(int(blockIdx.x), tile_m, tile_n);
+  const int64_t m0 = int64_t(tile_m) * kBM, n0 = int64_t(tile_n) * kBN;
+  const E* a = static_cast<const E*>(p.a);
+  const E* b = static_cast<const E*>(p.b);
+
+  float acc[kMI][kNI][4];
+#pragma unroll
+  for (int i = 0; i < kMI; ++i)
+#pragma unroll
+    for (int j = 0; j < kNI; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+
+  // Word offsets of this lane's fragment rows: A rows warp_m * 64 + i * 16 + g (+ 8), B rows
+  // (n) warp_n * 32 + j * 8 + g; word t (+ 4) of the k-step.
+  const int a_word = (warp_m * kWM + g) * kRowWords + t;
+  const int b_word = (warp_n * kWN + g) * kRowWords + t;
+
+  for (int64_t k0 = 0; k0 < p.K; k0 += kBK) {
+    // The layout branches are uniform across the grid.
+    if (p.a_kmajor) {
+      fill_tile<T, kBM, true>(As, a, p.lda, m0, p.M, k0, p.K, tid);
+    } else {
+      fill_tile<T, kBM, false>(As, a, p.lda, m0, p.M, k0, p.K, tid);
+    }
+    if (p.b_kmajor) {
+      fill_tile<T, kBN, true>(Bs, b, p.ldb, n0, p.N, k0, p.K, tid);
+    } else {
+      fill_tile<T, kBN, false>(Bs, b, p.ldb, n0, p.N, k0, p.K, tid);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+      uint32_t af[kMI][4], bf[kNI][2];
+#pragma unroll
+      for (int i = 0; i < kMI; ++i) {
+        const uint32_t* r = As + a_word + i * 16 * kRowWords + ks * 8;
+        af[i][0] = r[0];
+        af[i][1] = r[8 * kRowWords];
+        af[i][2] = r[4];
+        af[i][3] = r[8 * kRowWords + 4];
+      }
+#pragma unroll
+      for (int j = 0; j < kNI; ++j) {
+        const uint32_t* r = Bs + b_word + j * 8 * kRowWords + ks * 8;
+        bf[j][0] = r[0];
+        bf[j][1] = r[4];
+      }
+#pragma unroll
+      for (int i = 0; i < kMI; ++i)
+#pragma unroll
+        for (int j = 0; j < kNI; ++j) Mma<T>::run(acc[i][j], af[i], bf[j]);
+    }
+    __syncthreads();  // everyone is done reading the tiles before they are refilled
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMI; ++i) {
+    const int64_t m = m0 + warp_m * kWM + i * 16 + g;
+#pragma unroll
+    for (int j = 0; j < kNI; ++j) {
+      const int64_t n = n0 + warp_n * kWN + j * 8 + 2 * t;
+      ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
+      ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+    }
+  }
+}
+
+template <TcType T>
+void launch(const TcProblem& p, cudaStream_t stream) {
+  const TileRaster raster = make_raster(p, kBM, kBN, "tc:mma");
+  tc_mma_kernel<T><<<raster.count(), kThreads, 0, stream>>>(p, raster, Epilogue<T>::from(p));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace mma_step
+
+// =============================================================================================
+// tc:ldmatrix_cp_async
+// =============================================================================================
+//
+// Per block: a BM x BN output tile, WarpsM x WarpsN warps of WM x WN, each warp MI x NI MMA tiles
+// of 16 x 8. K is walked in tiles of kKBytes per row through a ring of Stages shared-memory
+// buffers: while the warps run the MMAs of tile kt, the cp.async copies of tiles kt+1 ..
+// kt+Stages-1 are in flight, so global latency hides behind Stages-1 tiles of math and there is
+// one barrier per tile.
+//
+// Shared tiles keep the operand's global layout (no transposition, so every copy is a 16-byte
+// cp.async): A K-major is BM rows (m) of kKBytes, A M-major is BK rows (k) of BM elements; the
+// same for B with N. Rows are XOR-swizzled in 16-byte chunks (tc_mma.cuh, swizzle_key), which
+// makes both the cp.async stores and the ldmatrix reads bank-conflict-free without padding.
+// Fragments: K-major tiles through ldmatrix.x4, MN-major (16-bit) through ldmatrix.x4.trans;
+// MN-major TF32 has no 32-bit transposing ldmatrix, so tc_cp_async_supports refuses it and the
+// dispatcher transposes the operand to K-major first.
+//
+// Ragged edges: chunks past M, N or K are zero-filled by cp.async's src-size (a chunk straddling
+// the end reads only its valid bytes), so partial tiles need no special case in the math and no
+// garbage enters the sum.
+namespace cp_async_step {
+
+template <int BM_, int BN_, int Stages_, int WarpsM_, int WarpsN_, int MinBlocks_>
+struct Config {
+  static constexpr int BM = BM_, BN = BN_, Stages = Stages_;
+  static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_, MinBlocks = MinBlocks_;
+  static constexpr int kThreads = 32 * WarpsM * WarpsN;
+  static constexpr int WM = BM / WarpsM, WN = BN / WarpsN;
+  static constexpr int MI = WM / 16, NI = WN / 8;
+  static constexpr int kStageBytes = (BM + BN) * kKBytes;
+  static constexpr size_t kSmemBytes = size_t(Stages) * kStageBytes;
+  static_assert(BM % (16 * WarpsM) == 0 && BN % (16 * WarpsN) == 0,
+                "warp tiles of whole 16-row MMA tiles and pairs of 8-column MMA tiles");
+  static_assert(Stages >= 2, "a ring of at least two buffers");
+};
+
+// The config table. 64x64 warp tiles (MI x NI = 4 x 8) read 8 ldmatrix.x4 per 32 MMAs per
+// k-step, half the shared-memory traffic per MMA of 64x32 warp tiles.
+//                     BM   BN  St WM WN MinBlocks
+using Cfg128x128 = Config<128, 128, 4, 2, 2, 2>;  // 4 warps, 64 KiB: the main config
+using Cfg128x256 = Config<128, 256, 3, 2, 4, 1>;  // 8 warps, 72 KiB: large outputs
+using Cfg128x128W8 = Config<128, 128, 4, 2, 4, 1>;  // 8 warps of 64x32: for measurement
+using Cfg64x128 = Config<64, 128, 4, 2, 2, 2>;    // 4 warps of 32x64, 48 KiB: mid-size outputs
+using Cfg64x64 = Config<64, 64, 4, 2, 2, 4>;      // 4 warps of 32x32, 32 KiB: small outputs
+
+constexpr int kNumConfigs = 5;
+constexpr const char* kConfigNames[kNumConfigs] = {
+    "128x128x32_s4_w2x2", "128x256x32_s3_w2x4", "128x128x32_s4_w2x4", "64x128x32_s4_w2x2",
+    "64x64x32_s4_w2x2"};
+constexpr int kCfg128x128 = 0, kCfg128x256 = 1, kCfg64x128 = 3, kCfg64x64 = 4;
+constexpr size_t kConfigSmem[kNumConfigs] = {Cfg128x128::kSmemBytes, Cfg128x256::kSmemBytes,
+                                             Cfg128x128W8::kSmemBytes, Cfg64x128::kSmemBytes,
+                                             Cfg64x64::kSmemBytes};
+constexpr int kConfigBM[kNumConfigs] = {128, 128, 128, 64, 64};
+constexpr int kConfigBN[kNumConfigs] = {128, 256, 128, 128, 64};
+
+// This thread's share of the cp.async copies of one operand's k-tiles. The tile has BX rows of
+// kKBytes (KMajor: x = m or n, chunks along k) or kBK rows of BX elements (MN-major: rows along k,
+// chunks along x). Thread tid copies chunk tid % kRowChunks of rows tid / kRowChunks + j * kRowStep:
+// one fixed chunk column, so the chunk's position along the contiguous dimension, its swizzle key
+// and its in-bounds byte count are per-thread constants, and only a pointer and a counter of K left
+// change from tile to tile (64-bit math hoisted out of the main loop).
+template <typename E, int BX, bool KMajor, int kThreads>
+struct TileCopy {
+  static constexpr int kEB = int(sizeof(E));
+  static constexpr int kEPC = 16 / kEB;
+  static constexpr int kBK = kKBytes / kEB;
+  static constexpr int kRowChunks = KMajor ? kKBytes / 16 : BX * kEB / 16;
+  static constexpr int kPerThread = BX * kKBytes / 16 / kThreads;
+  static constexpr int kRowStep = kThreads / kRowChunks;
+  static_assert(kThreads % kRowChunks == 0, "a fixed chunk column per thread");
+  static_assert(kRowStep % 8 == 0, "rows 8 apart share the swizzle key");
+  static_assert(kPerThread * kThreads * 16 == BX * kKBytes, "whole chunks per thread");
+
+  // The operand pointer, leading dimension and the (unread) source address of zero-fill copies
+  // are not kept here: issue() takes them from the kernel parameters (constant memory), which
+  // saves registers in the main loop.
+  const E* ptr;        // this thread's first chunk in the next k-tile
+  int fixed_left;      // KMajor: rows (x) left from this thread's first row; else elements left
+                       // along x from this thread's chunk. Constant; clamped to [-1, 2^30].
+  int64_t k_left;      // KMajor: elements left along k from the chunk; else k rows left from the
+                       // first row. Decreases by kBK per tile.
+  uint32_t smem_off;   // swizzled byte offset of the first chunk in the tile
+
+  static __device__ __forceinline__ int clamp_left(int64_t v) {
+    return int(v < -1 ? -1 : v > (int64_t(1) << 30) ? (int64_t(1) << 30) : v);
+  }
+
+  __device__ __forceinline__ TileCopy(const E* src, int64_t ld, int64_t x0, int64_t x_end,
+                                      int64_t k_end, int tid) {
+    const int row = tid / kRowChunks, chunk = tid % kRowChunks;
+    if constexpr (KMajor) {
+      ptr = src + (x0 + row) * ld + chunk * kEPC;
+      fixed_left = clamp_left(x_end - (x0 + row));
+      k_left = k_end - chunk * kEPC;
+    } else {
+      ptr = src + int64_t(row) * ld + x0 + chunk * kEPC;
+      fixed_left = clamp_left(x_end - (x0 + chunk * kEPC));
+      k_left = k_end - row;
+    }
+    smem_off = tc::swizzled_offset<kRowChunks>(row, chunk);
+  }
+
+  // Issues the copies of the next k-tile into `tile` and moves on to the following one.
+  // zero_src: any valid global address (nothing is read from it).
+  __device__ __forceinline__ void issue(unsigned char* tile, int64_t ld, const void* zero_src) {
+    // Bytes of a chunk inside the matrix along the contiguous dimension, and rows inside along
+    // the other one.
+    const int64_t along = KMajor ? k_left : fixed_left;
+    const int64_t rows = KMajor ? fixed_left : k_left;
+    const int bytes = along >= kEPC ? 16 : along > 0 ? int(along) * kEB : 0;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const bool inside = bytes > 0 && j * kRowStep < rows;
+      tc::cp_async_16_bytes(tile + smem_off + j * (kRowStep * kRowChunks * 16),
+                            inside ? static_cast<const void*>(ptr + j * kRowStep * ld) : zero_src,
+                            inside ? bytes : 0);
+    }
+    ptr += KMajor ? int64_t(kBK) : int64_t(kBK) * ld;
+    k_left -= kBK;
+  }
+};
+
+// AK: A is K-major (row-major); BK: B is K-major (column-major).
+template <TcType T, class Cfg, bool AK, bool BK>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
+    tc_cp_async_kernel(const TcProblem p, const TileRaster raster, const Epilogue<T> ep) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using E = typename Elem<T>::type;
+  constexpr int kEB = int(sizeof(E));
+  constexpr int kEPC = 16 / kEB;            // elements per 16-byte chunk
+  constexpr int kBK = kKBytes / kEB;        // K elements per tile
+  constexpr int kMmaK = Mma<T>::kK;
+  constexpr int kKSteps = kBK / kMmaK;      // 2 for every type
+  constexpr int kStepChunks = kMmaK / kEPC;  // chunks of K per k-step: 2
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, kThreads = Cfg::kThreads;
+  constexpr int MI = Cfg::MI, NI = Cfg::NI, WM = Cfg::WM, WN = Cfg::WN;
+  static_assert(T != TcType::kTF32 || (AK && BK), "TF32 tiles are K-major (no 32-bit ldmatrix.trans)");
+  static_assert(kKSteps == 2 && kStepChunks == 2, "64-byte K rows: two k-steps of two chunks");
+
+  // Row geometry of the shared tiles: K-major tiles have rows of K (kKBytes), MN-major tiles
+  // rows of M or N.
+  constexpr int kARowChunks = AK ? kKBytes / 16 : BM * kEB / 16;
+  constexpr int kBRowChunks = BK ? kKBytes / 16 : BN * kEB / 16;
+  constexpr int kATileBytes = BM * kKBytes;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t smem_base = tc::smem_u32(smem);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int warp_m = warp / Cfg::WarpsN, warp_n = warp % Cfg::WarpsN;
+  int tile_m, tile_n;
+  raster.coords(int(blockIdx.x), tile_m, tile_n);
+  const int64_t m0 = int64_t(tile_m) * BM, n0 = int64_t(tile_n) * BN;
+  const E* a = static_cast<const E*>(p.a);
+  const E* b = static_cast<const E*>(p.b);
+  const int64_t num_k_tiles = ceil_div<int64_t>(p.K, kBK);
+
+  TileCopy<E, BM, AK, kThreads> copy_a(a, p.lda, m0, p.M, p.K, tid);
+  TileCopy<E, BN, BK, kThreads> copy_b(b, p.ldb, n0, p.N, p.K, tid);
+  // Issues the cp.async copies of the next k-tile into ring slot `stage` (not committed).
+  auto load_tile = [&](int stage) {
+    unsigned char* sa = smem + stage * Cfg::kStageBytes;
+    copy_a.issue(sa, p.lda, p.a);
+    copy_b.issue(sa + kATileBytes, p.ldb, p.a);
+  };
+
+  // Per-lane constants of the ldmatrix addresses. Lane l serves row l % 8 of matrix q = l / 8.
+  const int q = lane / 8, r8 = lane % 8;
+  // A, K-major: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15,
+  // k 8-15) of an MMA tile = a0..a3: lane l gives row l % 16 at k chunk l / 16.
+  // A, M-major (.trans): the same four matrices with rows along k: matrix q covers m 8 (q % 2)
+  // .. +7 and k 8 (q / 2) .. +7; lane l gives k row 8 (q / 2) + l % 8 at m chunk q % 2.
+  const int a_row = AK ? warp_m * WM + lane % 16 : (q / 2) * 8 + r8;
+  const int a_chunk = AK ? lane / 16 : (warp_m * WM) / kEPC + (q % 2);
+  const int a_key = tc::swizzle_key<kARowChunks>(a_row);
+  // B, for a pair of n-tiles (16 columns): matrices b0, b1 of n-tile 2j, then b0, b1 of 2j + 1.
+  // K-major: matrix q covers n 8 (q / 2) .. +7 and k chunk q % 2: lane gives n row 8 (q / 2) + l % 8.
+  // N-major (.trans): matrix q covers k 8 (q % 2) .. +7 and n chunk q / 2: lane gives k row
+  // 8 (q % 2) + l % 8.
+  const int b_row = BK ? warp_n * WN + (q / 2) * 8 + r8 : (q % 2) * 8 + r8;
+  const int b_chunk = BK ? (q % 2) : (warp_n * WN) / kEPC + (q / 2);
+  const int b_key = tc::swizzle_key<kBRowChunks>(b_row);
+
+  uint32_t af[2][MI][4], bf[2][NI][2];
+
+  // A fragments of k-step ks of the tile in ring slot `stage` (all MI MMA tiles).
+  auto load_a_frags = [&](int stage, int ks, uint32_t(&fa)[MI][4]) {
+    const uint32_t sa = smem_base + stage * Cfg::kStageBytes;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      if constexpr (AK) {
+        // Row a_row + 16 i (same key: rows 16 apart), chunk 2 ks + l / 16.
+        const uint32_t addr = sa + uint32_t(a_row + i * 16) * (kARowChunks * 16) +
+                              uint32_t(((ks * kStepChunks + a_chunk) ^ a_key) * 16);
+        tc::ldmatrix_x4(fa[i], addr);
+      } else {
+        // k row 16 ks + a_row (same key), m chunk of MMA tile i: 2 i + a_chunk.
+        const uint32_t addr = sa + uint32_t(ks * kMmaK + a_row) * (kARowChunks * 16) +
+                              uint32_t(((a_chunk + i * 2) ^ a_key) * 16);
+        tc::ldmatrix_x4_trans(fa[i], addr);
+      }
+    }
+  };
+  // B fragments of n-tiles 2 jp and 2 jp + 1 (one ldmatrix.x4) of k-step ks.
+  auto load_b_pair = [&](int stage, int ks, int jp, uint32_t(&fb)[NI][2]) {
+    const uint32_t sb = smem_base + stage * Cfg::kStageBytes + kATileBytes;
+    uint32_t r[4];
+    if constexpr (BK) {
+      const uint32_t addr = sb + uint32_t(b_row + jp * 16) * (kBRowChunks * 16) +
+                            uint32_t(((ks * kStepChunks + b_chunk) ^ b_key) * 16);
+      tc::ldmatrix_x4(r, addr);
+    } else {
+      const uint32_t addr = sb + uint32_t(ks * kMmaK + b_row) * (kBRowChunks * 16) +
+                            uint32_t(((b_chunk + jp * 2) ^ b_key) * 16);
+      tc::ldmatrix_x4_trans(r, addr);
+    }
+    fb[2 * jp][0] = r[0];
+    fb[2 * jp][1] = r[1];
+    fb[2 * jp + 1][0] = r[2];
+    fb[2 * jp + 1][1] = r[3];
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+
+  // Prologue: tiles 0 .. Stages-2 in flight (one commit group each, empty past the end so that
+  // the group count stays in step with the tile index).
+#pragma unroll
+  for (int s = 0; s < Cfg::Stages - 1; ++s) {
+    if (s < num_k_tiles) load_tile(s);
+    tc::cp_async_commit();
+  }
+  tc::cp_async_wait<Cfg::Stages - 2>();
+  __syncthreads();
+
+  int read_stage = 0;
+  int write_stage = Cfg::Stages - 1;
+  load_a_frags(read_stage, 0, af[0]);
+#pragma unroll
+  for (int jp = 0; jp < NI / 2; ++jp) load_b_pair(read_stage, 0, jp, bf[0]);
+
+  for (int64_t kt = 0; kt < num_k_tiles; ++kt) {
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+      if (ks == kKSteps - 1) {
+        // Groups committed so far: Stages - 1 + kt + 1; tile kt + 1 is group kt + 1, complete
+        // once at most Stages - 2 remain. The barrier makes every thread's copies visible, and
+        // guarantees that no warp still reads slot kt % Stages, which the next iteration's
+        // copies overwrite.
+        tc::cp_async_wait<Cfg::Stages - 2>();
+        __syncthreads();
+        read_stage = read_stage + 1 == Cfg::Stages ? 0 : read_stage + 1;
+      }
+      // Fragments of the next k-step (of this tile, or the first of the next one) load while
+      // the MMAs of this one run: A first (used by every MMA of the step), B pair by pair as the
+      // MMAs of the current step release the pair's registers, which keeps the 64x64 warp tile
+      // (128 accumulators + fragments) within 255 registers.
+      const int next = (ks + 1) % 2;
+      const int next_ks = (ks + 1) % kKSteps;
+      const bool has_next = ks + 1 < kKSteps || kt + 1 < num_k_tiles;
+      if (has_next) load_a_frags(read_stage, next_ks, af[next]);
+      if (ks == 0) {
+        // Slot write_stage held tile kt - 1, last read before the barrier of iteration kt - 1.
+        if (kt + Cfg::Stages - 1 < num_k_tiles) load_tile(write_stage);  // tile kt + Stages - 1
+        tc::cp_async_commit();
+        write_stage = write_stage + 1 == Cfg::Stages ? 0 : write_stage + 1;
+      }
+      const int cur = ks % 2;
+      if constexpr (T == TcType::kTF32) {
+        // ldmatrix delivers raw fp32 bits: round them to TF32 (to nearest) just before use.
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) tc::round_tf32(af[cur][i][c]);
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) tc::round_tf32(bf[cur][j][c]);
+      }
+#pragma unroll
+      for (int jp = 0; jp < NI / 2; ++jp) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+          Mma<T>::run(acc[i][2 * jp], af[cur][i], bf[cur][2 * jp]);
+          Mma<T>::run(acc[i][2 * jp + 1], af[cur][i], bf[cur][2 * jp + 1]);
+        }
+        if (has_next) load_b_pair(read_stage, next_ks, jp, bf[next]);
+      }
+    }
+  }
+  tc::cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
+
+  // The epilogue re-derives the tile origin and the lane's position from the special registers
+  // (volatile reads, which the compiler cannot merge with the ones at the top) rather than keeping
+  // them live through the main loop: with 64x64 warp tiles the loop needs all but a few of the
+  // 255 registers.
+  {
+    uint32_t block, thread;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(block));
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(thread));
+    int tm, tn;
+    raster.coords(int(block), tm, tn);
+    const int ln = int(thread) % 32, wp = int(thread) / 32;
+    const int g = ln / 4, t = ln % 4;
+    const int64_t row0 = int64_t(tm) * BM + (wp / Cfg::WarpsN) * WM + g;
+    const int64_t col0 = int64_t(tn) * BN + (wp % Cfg::WarpsN) * WN + 2 * t;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const int64_t m = row0 + i * 16;
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int64_t n = col0 + j * 8;
+        ep.store_pair(m, n, acc[i][j][0], acc[i][j][1]);
+        ep.store_pair(m + 8, n, acc[i][j][2], acc[i][j][3]);
+      }
+    }
+  }
+#else
+  (void)p, (void)raster, (void)ep;
+  __trap();
+#endif
+}
+
+template <TcType T, class Cfg, bool AK, bool BK>
+void launch_kernel(const TcProblem& p, int config, cudaStream_t stream) {
+  auto kernel = tc_cp_async_kernel<T, Cfg, AK, BK>;
+  if constexpr (Cfg::kSmemBytes > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(Cfg::kSmemBytes)));
+  }
+  const TileRaster raster = make_raster(p, Cfg::BM, Cfg::BN, kConfigNames[config]);
+  kernel<<<raster.count(), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, raster,
+                                                                    Epilogue<T>::from(p));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <TcType T, class Cfg>
+void launch_layout(const TcProblem& p, int config, cudaStream_t stream) {
+  if constexpr (T == TcType::kTF32) {
+    launch_kernel<T, Cfg, true, true>(p, config, stream);  // tc_cp_async_supports: K-major only
+  } else if (p.a_kmajor) {
+    if (p.b_kmajor) {
+      launch_kernel<T, Cfg, true, true>(p, config, stream);
+    } else {
+      launch_kernel<T, Cfg, true, false>(p, config, stream);
+    }
+  } else {
+    if (p.b_kmajor) {
+      launch_kernel<T, Cfg, false, true>(p, config, stream);
+    } else {
+      launch_kernel<T, Cfg, false, false>(p, config, stream);
+    }
+  }
+}
+
+template <class Cfg>
+void launch_config(const TcProblem& p, int config, cudaStream_t stream) {
+  switch (p.type) {
+    case TcType::kBF16: launch_layout<TcType::kBF16, Cfg>(p, config, stream); break;
+    case TcType::kFP16: launch_layout<TcType::kFP16, Cfg>(p, config, stream); break;
+    case TcType::kTF32: launch_layout<TcType::kTF32, Cfg>(p, config, stream); break;
+  }
+}
+
+int64_t tiles_of(const TcProblem& p, int config) {
+  return ceil_div<int64_t>(p.M, kConfigBM[config]) * ceil_div<int64_t>(p.N, kConfigBN[config]);
+}
+
+// The largest tile that still gives every SM work: 128x256 when it fills two waves (fewer
+// blocks, each reading 3/4 of the bytes per MMA of 128x128), 128x128 when it fills one, then
+// 64x128 and 64x64 for outputs that would leave SMs idle. A config whose shared memory exceeds
+// the device's per-block limit is skipped (all but 128x256 fit the 99 KiB of the smallest sm_80+
+// parts).
+int choose_config(const TcProblem& p) {
+  const int sms = sm_count();
+  const size_t smem_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  auto fits = [&](int c) { return kConfigSmem[c] <= smem_limit; };
+  if (fits(kCfg128x256) && tiles_of(p, kCfg128x256) >= 2 * int64_t(sms)) return kCfg128x256;
+  if (fits(kCfg128x128) && tiles_of(p, kCfg128x128) >= sms) return kCfg128x128;
+  if (fits(kCfg64x128) && tiles_of(p, kCfg64x128) >= sms) return kCfg64x128;
+  return kCfg64x64;
+}
+
+}  // namespace cp_async_step
+
+}  // namespace
+
+void tc_mma_launch(const TcProblem& p, cudaStream_t stream) {
+  check_problem(p, "tc:mma");
+  check_device("tc:mma");
+  switch (p.type) {
+    case TcType::kBF16: mma_step::launch<TcType::kBF16>(p, stream); break;
+    case TcType::kFP16: mma_step::launch<TcType::kFP16>(p, stream); break;
+    case TcType::kTF32: mma_step::launch<TcType::kTF32>(p, stream); break;
+  }
+}
+
+bool tc_cp_async_supports(const TcProblem& p) {
+  // TF32 fragments need the non-transposing ldmatrix: K-major operands only.
+  return tc_operands_16b_aligned(p) && (p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor));
+}
+
+int tc_cp_async_num_configs() { return cp_async_step::kNumConfigs; }
+
+const char* tc_cp_async_config_name(int config) {
+  CUDASTEPS_CHECK(config >= 0 && config < cp_async_step::kNumConfigs, kOp,
+                  "tc:ldmatrix_cp_async config index must be in [0, ", cp_async_step::kNumConfigs,
+                  "), got ", config);
+  return cp_async_step::kConfigNames[config];
+}
+
+void tc_cp_async_launch(const TcProblem& p, int config, cudaStream_t stream) {
+  using namespace cp_async_step;
+  check_problem(p, "tc:ldmatrix_cp_async");
+  check_device("tc:ldmatrix_cp_async");
+  CUDASTEPS_CHECK(tc_cp_async_supports(p), kOp,
+                  "tc:ldmatrix_cp_async needs 16-byte aligned operands with leading dimensions "
+                  "of a multiple of 16 bytes (and K-major operands for TF32), got a_kmajor=",
+                  p.a_kmajor, ", lda=", p.lda, ", b_kmajor=", p.b_kmajor, ", ldb=", p.ldb);
+  CUDASTEPS_CHECK(config >= -1 && config < kNumConfigs, kOp,
+                  "tc:ldmatrix_cp_async config index must be -1 (by shape) or in [0, ",
+                  kNumConfigs, "), got ", config);
+  if (config < 0) config = choose_config(p);
+  const size_t smem_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  CUDASTEPS_CHECK(kConfigSmem[config] <= smem_limit, kOp, "tc:ldmatrix_cp_async config ",
+                  kConfigNames[config], " needs ", kConfigSmem[config],
+                  " bytes of shared memory per block, this GPU allows ", smem_limit);
+  switch (config) {
+    case 0: launch_config<Cfg128x128>(p, config, stream); break;
+    case 1: launch_config<Cfg128x256>(p, config, stream); break;
+    case 2: launch_config<Cfg128x128W8>(p, config, stream); break;
+    case 3: launch_config<Cfg64x128>(p, config, stream); break;
+    default: launch_config<Cfg64x64>(p, config, stream); break;
+  }
+}
+
+}  // namespace gemm
+}  // namespace cudasteps
