@@ -705,3 +705,44 @@ def test_compile_fullgraph_broadcast_and_numbers():
     f(x, col, s).backward()
     for got, t in zip(grads, (x, col, s)):
         assert got.shape == t.shape and torch.allclose(got, t.grad)
+
+
+def test_compile_dynamic_batch_stays_symbolic():
+    """A dynamic batch stays symbolic through add/mul forward and backward: the fake kernels and
+    the C++ autograd (saved operand sizes, the broadcast-dim sums, the per-feature test) compare
+    symbolic sizes without pinning the batch, so another batch size reuses the compiled graph."""
+    torch._dynamo.reset()
+
+    def f(x, v, m, col, s):
+        y = cudasteps.add(x, v, alpha=0.5)  # [B, 3, N] + [N]: a per-feature operand
+        y = cudasteps.mul(y, m)  # * [3, 1]: a broadcast column of a middle dim
+        y = cudasteps.add(y, col)  # + [B, 1, 1]: its batch dim is the dynamic one
+        y = cudasteps.mul(cudasteps.mul(y, s), 1.5)  # a 0-dim operand, then the Scalar overload
+        return cudasteps.mul(y, y).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    n = 10
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for batch, seed in ((6, 0), (9, 10)):
+            x = make_tensor((batch, 3, n), low=-2, high=2, seed=seed)
+            col = make_tensor((batch, 1, 1), seed=seed + 1)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch._dynamo.mark_dynamic(col, 0)
+            args = [
+                x,
+                make_tensor((n,), seed=seed + 2),
+                make_tensor((3, 1), seed=seed + 3),
+                col,
+                make_tensor((), seed=seed + 4),
+            ]
+            args = [a.requires_grad_(True) for a in args]
+            out = compiled(*args)
+            out.backward()
+            got = [a.grad.clone() for a in args]
+            for a in args:
+                a.grad = None
+            want = f(*args)
+            want.backward()
+            assert rel_err(out, want) < 1e-6
+            for g, a in zip(got, args):
+                assert g.shape == a.shape and rel_err(g, a.grad) < 1e-6, (batch, tuple(a.shape))

@@ -16,12 +16,10 @@
 #include <vector>
 
 #include "common/autograd.h"
-#include "elementwise/binary.h"
+#include "common/symbolic.h"
 
 namespace cudasteps {
 namespace {
-
-using elementwise::is_feature_vector_shape;
 
 using OptTensor = c10::optional<at::Tensor>;
 
@@ -75,37 +73,65 @@ at::Tensor sum_call(const at::Tensor& self, at::IntArrayRef dims) {
   return op.call(self, dims, /*keepdim=*/true, std::nullopt);
 }
 
-// What the backward of a broadcasting binary op needs to know about one operand.
+// What the backward of a broadcasting binary op needs to know about one operand. Sizes are
+// symbolic (sym_sizes): under torch.export / torch.compile with a dynamic batch, sizes() would
+// pin the batch to the traced value. Every size test below compares SymInts (common/symbolic.h).
 struct OperandInfo {
-  std::vector<int64_t> sizes;
+  std::vector<c10::SymInt> sizes;
   at::ScalarType dtype;
   at::Device device;
 };
 
 void save_operand(AutogradContext* ctx, const char* key, const at::Tensor& t) {
   const std::string k(key);
-  ctx->saved_data[k + "_sizes"] = t.sizes().vec();
+  ctx->saved_data[k + "_sizes"] = t.sym_sizes();
   ctx->saved_data[k + "_dtype"] = t.scalar_type();
   ctx->saved_data[k + "_device"] = t.device();
 }
 
 OperandInfo load_operand(AutogradContext* ctx, const char* key) {
   const std::string k(key);
-  return {ctx->saved_data[k + "_sizes"].toIntVector(), ctx->saved_data[k + "_dtype"].toScalarType(),
-          ctx->saved_data[k + "_device"].toDevice()};
+  return {ctx->saved_data[k + "_sizes"].toSymIntVector(),
+          ctx->saved_data[k + "_dtype"].toScalarType(), ctx->saved_data[k + "_device"].toDevice()};
+}
+
+// Equal shapes: the ranks first (no size is read when they differ), then each size as a SymInt.
+bool same_sizes(c10::SymIntArrayRef a, c10::SymIntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+// True when an operand of `sizes`, broadcast to `shape`, varies only along the last dim (a
+// per-feature vector: [N], [1, N], ...): binary.h's is_feature_vector_shape on symbolic sizes. A
+// dynamic leading size counts as not 1, with no guard on it.
+bool is_feature_vector_operand(c10::SymIntArrayRef sizes, c10::SymIntArrayRef shape) {
+  if (shape.empty() || sizes.empty() || sizes.size() > shape.size()) return false;
+  // sizes broadcasts to shape: its last size is shape's, or a 1 broadcast along that dim.
+  if (known_size_one(sizes.back()) && !known_size_one(shape.back())) return false;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    if (!known_size_one(sizes[i])) return false;
+  }
+  return true;
 }
 
 // grad (of the broadcast shape) summed over the dims the operand was broadcast along, with
-// cudasteps::sum (deterministic: no floating-point atomics).
-at::Tensor reduce_to(const at::Tensor& grad, at::IntArrayRef sizes) {
-  if (grad.sizes().equals(sizes)) return grad;
+// cudasteps::sum (deterministic: no floating-point atomics). A dim counts as broadcast when the
+// operand has size 1 there and grad does not; as in at::sum_to, a dynamic size counts as not 1
+// (known_size_one) instead of being guarded on.
+at::Tensor reduce_to(const at::Tensor& grad, c10::SymIntArrayRef sizes) {
+  if (same_sizes(grad.sym_sizes(), sizes)) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < grad.dim(); ++d) {
-    if (d < lead || (sizes[d - lead] == 1 && grad.size(d) != 1)) dims.push_back(d);
+    if (d < lead || (known_size_one(sizes[d - lead]) && !known_size_one(grad.sym_size(d)))) {
+      dims.push_back(d);
+    }
   }
-  if (dims.empty()) return grad.reshape(sizes);
-  return sum_call(grad, dims).reshape(sizes);
+  if (dims.empty()) return grad.reshape_symint(sizes);
+  return sum_call(grad, dims).reshape_symint(sizes);
 }
 
 // The gradient of one operand of add (partner undefined: d/d operand = alpha) or mul (partner the
@@ -118,13 +144,15 @@ at::Tensor operand_grad(const at::Tensor& grad, const at::Tensor& partner, const
   // differentiable, so a backward that records a graph (create_graph) takes mul and sum instead.
   const bool per_feature =
       !at::GradMode::is_enabled() && at::isFloatingType(grad.scalar_type()) &&
-      at::isFloatingType(info.dtype) && grad.dim() >= 1 && !grad.sizes().equals(info.sizes) &&
-      is_feature_vector_shape(info.sizes, grad.sizes()) &&
+      at::isFloatingType(info.dtype) && grad.dim() >= 1 &&
+      !same_sizes(grad.sym_sizes(), info.sizes) &&
+      is_feature_vector_operand(info.sizes, grad.sym_sizes()) &&
       (!partner.defined() ||
-       (partner.sizes().equals(grad.sizes()) && partner.scalar_type() == grad.scalar_type() &&
-        partner.device() == grad.device()));
+       (same_sizes(partner.sym_sizes(), grad.sym_sizes()) &&
+        partner.scalar_type() == grad.scalar_type() && partner.device() == grad.device()));
   if (per_feature) {
-    g = sum_leading_call(grad, as_optional(partner), alpha.toDouble(), info.dtype).view(info.sizes);
+    g = sum_leading_call(grad, as_optional(partner), alpha.toDouble(), info.dtype)
+            .view_symint(info.sizes);
   } else {
     g = partner.defined() ? mul_call(grad, partner) : grad;
     g = reduce_to(g, info.sizes);

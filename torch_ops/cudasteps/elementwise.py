@@ -18,6 +18,11 @@ import torch
 
 from . import _checks
 
+try:
+    from torch.fx.experimental.symbolic_shapes import guard_or_false as _guard_or_false
+except ImportError:  # older torch: the size-oblivious guard answers "is this size 1" the same way
+    from torch.fx.experimental.symbolic_shapes import guard_size_oblivious as _guard_or_false
+
 _ops = torch.ops.cudasteps
 
 # The optimization ladder of bias_act, naive first; the last entry is what bias_act() runs.
@@ -179,13 +184,31 @@ def _binary_result(self, other, op):
     for i in range(1, max(len(a), len(b)) + 1):
         sa = a[-i] if i <= len(a) else 1
         sb = b[-i] if i <= len(b) else 1
-        _checks.check(
-            sa == sb or sa == 1 or sb == 1,
-            op,
-            f"self {a} and other {b} are not broadcastable: sizes {sa} and {sb} at dimension -{i}",
-        )
-        shape.insert(0, sb if sa == 1 else sa)
+        shape.insert(0, _broadcast_size(sa, sb, i, a, b, op))
     return shape, dtype, device
+
+
+def _broadcast_size(sa, sb, i, a, b, op):
+    """The broadcast of sizes ``sa`` (of self's shape ``a``) and ``sb`` at dimension ``-i``.
+
+    Sizes may be symbolic (torch.export / torch.compile with a dynamic batch): comparing them with
+    plain ``==`` and ``bool`` could pin a dynamic size. As in torch's own broadcasting, a size
+    counts as 1 only when it is known to be 1 (a dynamic size counts as not 1, with no guard), and
+    the rule left, equal sizes, is a ``torch._check``: decided at once for ints (raising
+    binary_plan.cpp's message), a guard or a run-time assert for symbolic sizes.
+    """
+    if _guard_or_false(sb == 1):
+        return sa
+    if _guard_or_false(sa == 1):
+        return sb
+    torch._check(
+        sa == sb,
+        lambda: (
+            f"cudasteps.{op}: self {a} and other {b} are not broadcastable: "
+            f"sizes {sa} and {sb} at dimension -{i}"
+        ),
+    )
+    return sa
 
 
 def _check_alpha(alpha, dtype, op):
