@@ -5,7 +5,7 @@ export MAX_JOBS
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup build test bench quick-bench gpu-check lint clean
+.PHONY: setup build test bench quick-bench gpu-check lint clean wheel
 
 setup:
 	@scripts/setup_env.sh $(PYTHON)
@@ -25,6 +25,12 @@ build: setup
 test: build
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
+# An abi3 wheel in dist/ (one binary for every CPython the torch build supports). After `build`,
+# pip builds in the source tree, so setup.py's build/temp objects are reused: a link, no recompile.
+wheel: build
+	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --no-index -w dist .
+	@ls -l dist/*.whl
+
 bench: build
 	$(PYTHON) -m benchmarks $(BENCH_ARGS)
 
@@ -42,4 +48,4 @@ lint:
 	else echo "clang-format not installed: C++/CUDA formatting not checked"; fi
 
 clean:
-	rm -rf build torch_ops/cudasteps/_C*.so torch_ops/cudasteps/_build_info.py *.egg-info torch_ops/*.egg-info
+	rm -rf build dist torch_ops/cudasteps/_C*.so torch_ops/cudasteps/_build_info.py *.egg-info torch_ops/*.egg-info

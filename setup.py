@@ -94,6 +94,8 @@ def _write_build_info(with_cuda: bool) -> None:
         f.write(f"TORCH_VERSION = {torch.__version__!r}\n")
         f.write(f"TORCH_CUDA = {torch.version.cuda!r}\n")
         f.write(f"WITH_CUDA = {with_cuda!r}\n")
+        # Read by tests/test_wheel.py, so that its wheel build reuses these objects.
+        f.write(f"CUDA_ARCH_LIST = {os.environ.get('TORCH_CUDA_ARCH_LIST') if with_cuda else None!r}\n")
         f.write(f"CXX11_ABI = {torch.compiled_with_cxx11_abi()!r}\n")
         f.write(f"PYTHON = {sys.version.split()[0]!r}\n")
 

@@ -3,7 +3,8 @@ the bias_act ladder, against eager PyTorch and torch.compile.
 
 Bytes are those that must move: forward reads x and writes y; backward reads grad and x and writes
 grad_x (the bias and its gradient are N elements, counted too, and negligible). So fwd+bwd moves
-5 tensors' worth. add/mul read two operands (or one and a per-feature vector) and write one.
+5 tensors' worth; it is timed as a training step (y.backward(g) into the leaves' .grad, against
+eager F.gelu(x + b)). add/mul read two operands (or one and a broadcast one) and write one.
 """
 
 import cudasteps
@@ -28,11 +29,16 @@ def _ladder_fn(variant):
 
 
 def _fwd_bwd(fn):
-    """fn(x, b) forward, then both gradients with torch.autograd.grad (no .grad accumulation)."""
+    """fn(x, b) forward and backward as a training step runs them: x and b are leaf tensors that
+    require grad, their .grad is None (optimizer.zero_grad()'s default), and y.backward(g) writes
+    the gradients into .grad through autograd's AccumulateGrad."""
 
     def step(x, b, g):
+        x.grad = None
+        b.grad = None
         y = fn(x, b)
-        return torch.autograd.grad(y, (x, b), g)
+        y.backward(g)
+        return x.grad, b.grad
 
     return step
 
@@ -92,7 +98,7 @@ def _bias_act_cases(bench, M, N, dtype):
         ),
         2 * nbytes,
     )
-    case = f"gelu fwd+bwd {M}x{N} {name}"
+    case = f"gelu fwd+bwd (training step) {M}x{N} {name}"
     total_bytes = 5 * nbytes + 2 * bias_bytes + bias_bytes  # + bias read twice, grad_bias written
     impls = {
         "torch": _fwd_bwd(_gelu_bias),
@@ -134,6 +140,41 @@ def _binary_cases(bench, numel, dtype):
     del same, per_feature
 
 
+def _broadcast_cases(bench, rows, cols, dtype):
+    """General broadcasts (the strided kernel) and 0-dim / Python-number operands."""
+    dev = bench.device
+    name = _DTYPE_NAMES[dtype]
+    elem = torch.empty((), dtype=dtype).element_size()
+    out_bytes = rows * cols * elem
+    cases = [
+        (f"[{rows},1] * [{cols}] {name}", (rows, 1), (cols,), out_bytes + (rows + cols) * elem),
+        (f"[{rows},{cols}] * [{rows},1] {name}", (rows, cols), (rows, 1), 2 * out_bytes + rows * elem),
+        (
+            f"[4,{rows // 4},{cols}] * [{rows // 4},{cols}] {name}",
+            (4, rows // 4, cols),
+            (rows // 4, cols),
+            2 * out_bytes + out_bytes // 4,
+        ),
+        (f"[{rows},{cols}] * 0-dim {name}", (rows, cols), (), 2 * out_bytes),
+    ]
+    for case, sa, sb, nb in cases:
+        inputs = bench.rotation(
+            lambda s, sa=sa, sb=sb: (_make(sa, dtype, dev, s), _make(sb, dtype, dev, s + 1)), nb
+        )
+        for impl, fn in (("torch", torch.mul), ("cudasteps", cudasteps.mul)):
+            ms = bench.time(fn, inputs)
+            bench.record(op="mul", case=case, impl=impl, dtype=dtype, shape=[rows, cols], ms=ms, bytes=nb)
+        del inputs
+    inputs = bench.rotation(lambda s: (_make((rows, cols), dtype, dev, s),), out_bytes)
+    case = f"[{rows},{cols}] * 0.5 (Python number) {name}"
+    for impl, fn in (("torch", lambda x: torch.mul(x, 0.5)), ("cudasteps", lambda x: cudasteps.mul(x, 0.5))):
+        ms = bench.time(fn, inputs)
+        bench.record(
+            op="mul", case=case, impl=impl, dtype=dtype, shape=[rows, cols], ms=ms, bytes=2 * out_bytes
+        )
+    del inputs
+
+
 def _host_cases(bench):
     """Host time per call on a tiny input (launch + dispatch + autograd overhead), vs torch."""
     dev = bench.device
@@ -165,6 +206,7 @@ def run(bench):
         # A few small CPU cases, so `make bench` works without a GPU.
         _bias_act_cases(bench, 512, 1024, torch.float32)
         _binary_cases(bench, 1 << 20, torch.float32)
+        _broadcast_cases(bench, 1024, 1024, torch.float32)
         _host_cases(bench)
         return
     M = N = 4096 if bench.quick else 8192
@@ -173,6 +215,8 @@ def run(bench):
     numel = (1 << 26) if bench.quick else (1 << 28)  # 1 GiB of fp32 per operand in full mode
     _binary_cases(bench, numel, torch.float32)
     _binary_cases(bench, numel, torch.bfloat16)
+    side = 4096 if bench.quick else 16384
+    _broadcast_cases(bench, side, side, torch.float32)
     _host_cases(bench)
     bench.section(
         "elementwise",

@@ -1,5 +1,5 @@
-"""sum: cudasteps.sum against torch.sum (full, row and column sums), small-size host and graph
-times, and the ladder of full-reduction kernels."""
+"""sum: cudasteps.sum against torch.sum (full, row, column, middle-dim and outer+inner sums),
+small-size host and graph times, and the ladder of full-reduction kernels."""
 
 import cudasteps
 import torch
@@ -34,6 +34,8 @@ def run(bench):
             _compare(bench, f"full 2^{n.bit_length() - 1} fp32", [n], f32, None, 1)
         _compare(bench, "rows 2048x2048 fp32 dim=-1", [2048, 2048], f32, -1, 2048)
         _compare(bench, "cols 2048x2048 fp32 dim=0", [2048, 2048], f32, 0, 2048)
+        _compare(bench, "middle 256x33x517 fp32 dim=1", [256, 33, 517], f32, 1, 256 * 517)
+        _compare(bench, "outer+inner 256x33x517 fp32 dim=(0,2)", [256, 33, 517], f32, (0, 2), 33)
         return
 
     # Full reductions.
@@ -56,6 +58,15 @@ def run(bench):
         shape = [side, side]
         _compare(bench, f"rows {side}x{side} {_label(dtype)} dim=-1", shape, dtype, -1, side)
         _compare(bench, f"cols {side}x{side} {_label(dtype)} dim=0", shape, dtype, 0, side)
+
+    # Dim sets that are neither leading nor trailing, read in place: a middle dim (one column pass
+    # with a thread per output) and the outer and inner dims together (a row pass, then a small
+    # column pass over the row sums).
+    batch = 1024 if bench.quick else 4096
+    shape3 = [batch, 33, 517]
+    for dtype in (f32, torch.bfloat16):
+        _compare(bench, f"middle {batch}x33x517 {_label(dtype)} dim=1", shape3, dtype, 1, batch * 517)
+        _compare(bench, f"outer+inner {batch}x33x517 {_label(dtype)} dim=(0,2)", shape3, dtype, (0, 2), 33)
 
     # The ladder: every step on one size, torch.sum alongside.
     log2 = 24 if bench.quick else 28

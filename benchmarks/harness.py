@@ -1,6 +1,6 @@
 """Timing and reporting shared by every benchmarks/bench_<family>.py.
 
-Timing rules (ARCHITECTURE.md): CUDA events after a warm-up, the median of many runs, input buffers
+Timing rules (docs/BENCHMARKING.md): CUDA events after a warm-up, the median of many runs, input buffers
 rotated when one set would sit in L2, seeded inputs. Small cases are measured two ways: host time
 per call (calls back to back; launch overhead included) and GPU time (calls captured in a CUDA graph
 and replayed, so launch gaps vanish).
@@ -230,7 +230,8 @@ class Bench:
     def pct_of_ceiling(self, rec: Record) -> float | None:
         if rec.gbps is not None and self.ceilings.copy_gbps:
             return 100.0 * rec.gbps / self.ceilings.copy_gbps
-        if rec.tflops is not None and self.ceilings.mm_tflops:
+        # The matmul ceiling is an fp32 (TF32 off) GEMM: no yardstick for bf16 or fp64 rows.
+        if rec.tflops is not None and self.ceilings.mm_tflops and rec.dtype == "float32":
             return 100.0 * rec.tflops / self.ceilings.mm_tflops
         return None
 

@@ -4,9 +4,12 @@
     python -m benchmarks --ops copy,reduce    # some families
     python -m benchmarks --quick              # fewer, smaller cases
 
-Writes <results-dir>/<gpu-slug>.json (records as in ARCHITECTURE.md), <gpu-slug>.md (the tables)
-and <gpu-slug>-<op>.png (bandwidth against size for the memory-bound ops). The results directory is
---results-dir, else $RESULTS_DIR, else benchmarks/results.
+    python -m benchmarks --replot benchmarks/results/<gpu-slug>.json   # redraw the plots only
+
+Writes <results-dir>/<gpu-slug>.json (records as in docs/ARCHITECTURE.md), <gpu-slug>.md (the
+tables), <gpu-slug>-<op>.png (GB/s of each implementation per case, for the memory-bound ops) and
+<gpu-slug>-ladder-<op>.png (each ladder step's throughput, with torch and the ceiling as lines).
+The results directory is --results-dir, else $RESULTS_DIR, else benchmarks/results.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import torch
 
 from benchmarks.harness import Bench, fp32_peak_tflops
 
-FAMILY_ORDER = ["copy", "transpose", "reduce", "gemm", "elementwise"]
+FAMILY_ORDER = ["copy", "transpose", "reduce", "gemm", "elementwise", "e2e"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -144,7 +147,8 @@ def markdown(bench: Bench, info: dict, peak_tflops: float | None, families) -> s
                 f"{_fmt(value, 1)} | {_fmt(pct, 1)} |"
             )
             if compute and peak_tflops:
-                row += f" {_fmt(100 * r.tflops / peak_tflops, 1) if r.tflops else ''} |"
+                fp32 = r.tflops is not None and r.dtype == "float32"
+                row += f" {_fmt(100 * r.tflops / peak_tflops, 1) if fp32 else ''} |"
             lines.append(row)
         lines.append("")
         for title, text in bench.sections.get(fam, []):
@@ -199,6 +203,126 @@ def plots(records, copy_ceiling_gbps, out_prefix: str) -> list[str]:
     return written
 
 
+def _ladder_case(rows) -> tuple[str, list] | None:
+    """The case whose ladder is most complete: (case, [(variant, rate), ...] in run order).
+
+    Named steps only: `cfg:` rows are the gemm config sweep, not steps of the ladder.
+    """
+    cases = OrderedDict()
+    for r in rows:
+        variant = r["impl"][len("ladder:") :]
+        if variant.startswith("cfg:"):
+            continue
+        rate = r.get("tflops") if r.get("tflops") is not None else r.get("gbps")
+        if rate is not None:
+            cases.setdefault(r["case"], []).append((variant, rate))
+    if not cases:
+        return None
+    case = max(cases, key=lambda c: len(cases[c]))  # the first of the longest
+    return case, cases[case]
+
+
+def _rate_text(rate: float) -> str:
+    return f"{rate:.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
+def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
+    """One PNG per op with a ladder: each step's throughput as a bar, torch's figure for the same
+    case and the measured ceiling as horizontal lines (what each optimization buys, and what is left).
+
+    `records` are Record objects or their JSON dicts; `ceilings` is the JSON's "ceilings" object.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    rows = [r if isinstance(r, dict) else r.as_json() for r in records]
+    by_op = OrderedDict()
+    for r in rows:
+        by_op.setdefault(r["op"], []).append(r)
+    written = []
+    for op, op_rows in by_op.items():
+        found = _ladder_case([r for r in op_rows if r["impl"].startswith("ladder:")])
+        if found is None:
+            continue
+        case, steps = found
+        compute = any(r["case"] == case and r.get("tflops") is not None for r in op_rows)
+        unit = "TFLOP/s" if compute else "GB/s"
+        key = "tflops" if compute else "gbps"
+        torch_rate = next((r.get(key) for r in op_rows if r["case"] == case and r["impl"] == "torch"), None)
+        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(steps) + 2), 4.2))
+        xs = range(len(steps))
+        bars = ax.bar(xs, [rate for _, rate in steps], 0.6, color="tab:blue", label="cudasteps ladder step")
+        for bar, (_, rate) in zip(bars, steps):
+            ax.annotate(
+                _rate_text(rate),
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
+        if torch_rate:
+            ax.axhline(torch_rate, color="tab:red", label=f"torch ({_rate_text(torch_rate)} {unit})")
+        dtype = next((r["dtype"] for r in op_rows if r["case"] == case), "")
+        ceiling = ceilings.get("mm_tflops") if compute else ceilings.get("copy_gbps")
+        if ceiling and (not compute or dtype == "float32"):
+            what = "cuBLAS fp32, TF32 off" if compute else "copy bandwidth"
+            label = f"ceiling: {what} ({_rate_text(ceiling)} {unit})"
+            ax.axhline(ceiling, color="gray", linestyle="--", label=label)
+        else:
+            ceiling = None
+        peak = ceilings.get("fp32_peak_tflops")
+        if compute and peak and dtype == "float32":
+            ax.axhline(peak, color="gray", linestyle=":", label=f"FP32 peak ({_rate_text(peak)} {unit})")
+        else:
+            peak = None
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([v for v, _ in steps], rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(unit)
+        ax.set_title(f"{op} ladder: {case}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.set_ylim(0, 1.15 * max([rate for _, rate in steps] + [torch_rate or 0, ceiling or 0, peak or 0]))
+        path = f"{out_prefix}-ladder-{slug(op)}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plots_section(pngs) -> str:
+    return "## Plots\n\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs) + "\n"
+
+
+def replot(json_path: str) -> list[str]:
+    """Redraw every plot of a results JSON beside it, and the image list of the .md beside it."""
+    with open(json_path) as f:
+        payload = json.load(f)
+    prefix = json_path[: -len(".json")]
+    ceilings = payload.get("ceilings", {})
+    pngs = plots(payload["records"], ceilings.get("copy_gbps"), prefix)
+    pngs += ladder_plots(payload["records"], ceilings, prefix)
+    md_path = prefix + ".md"
+    if pngs and os.path.exists(md_path):
+        with open(md_path) as f:
+            lines = f.read().split("\n")
+        if "## Plots" in lines:
+            start = lines.index("## Plots")
+            end = start + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end].startswith("![")):
+                end += 1
+            lines[start:end] = plots_section(pngs).split("\n")
+        else:
+            lines += plots_section(pngs).split("\n")
+        with open(md_path, "w") as f:
+            f.write("\n".join(lines))
+    return pngs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -211,7 +335,16 @@ def main(argv=None) -> int:
         "--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available"
     )
     parser.add_argument("--results-dir", default=os.environ.get("RESULTS_DIR", os.path.join(HERE, "results")))
+    parser.add_argument(
+        "--replot",
+        metavar="RESULTS_JSON",
+        help="measure nothing: redraw the plots of a results JSON (and the .md's image list) beside it",
+    )
     args = parser.parse_args(argv)
+    if args.replot:
+        pngs = replot(args.replot)
+        print("\n".join(pngs) if pngs else "no plots (matplotlib missing, or nothing to plot)")
+        return 0
 
     families = [f.strip() for f in args.ops.split(",") if f.strip()] or available_families()
     unknown = sorted(set(families) - set(available_families()))
@@ -267,14 +400,11 @@ def main(argv=None) -> int:
         json.dump(payload, f, indent=1)
     md = markdown(bench, info, peak, families)
     pngs = plots(bench.records, bench.ceilings.copy_gbps, prefix)
+    pngs += ladder_plots(bench.records, payload["ceilings"], prefix)
     with open(prefix + ".md", "w") as f:
         f.write(md + "\n")
         if pngs:
-            f.write(
-                "\n## Plots\n\n"
-                + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs)
-                + "\n"
-            )
+            f.write("\n" + plots_section(pngs))
     print(md)
     print(f"\nwrote {prefix}.json, {prefix}.md" + (f" and {len(pngs)} plots" if pngs else ""))
     return 0

@@ -16,13 +16,15 @@ TORCH_LIBRARY(cudasteps, m) {
   // ---- copy (csrc/copy) ----
   m.def("copy(Tensor self) -> Tensor");
   // Mutating ops return nothing: functionalization (torch.compile, opcheck) rejects custom ops
-  // whose outputs alias an input. The Python wrappers return the mutated tensor.
-  m.def("copy_(Tensor(a!) self, Tensor src) -> ()");
+  // whose outputs alias an input. The Python wrappers return the mutated tensor. The mutated
+  // argument is `out`, not `self`: torch.library warns that a `self` argument of a custom op can
+  // be parsed ambiguously (the method-call self of a Tensor method).
+  m.def("copy_(Tensor(a!) out, Tensor src) -> ()");
   m.def("ladder_copy(Tensor self, str variant) -> Tensor");
 
   // ---- transpose (csrc/transpose) ----
   m.def("transpose(Tensor self) -> Tensor");
-  m.def("transpose_(Tensor(a!) out, Tensor self) -> ()");
+  m.def("transpose_(Tensor(a!) out, Tensor src) -> ()");
   m.def("ladder_transpose(Tensor self, str variant) -> Tensor");
 
   // ---- reduce (csrc/reduce) ----
@@ -38,8 +40,12 @@ TORCH_LIBRARY(cudasteps, m) {
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");
   m.def("bias_act_backward(Tensor grad, Tensor x, Tensor? bias, str act) -> (Tensor, Tensor?)");
+  // add/mul follow torch.add/torch.mul (aten's add.Tensor / add.Scalar ...): broadcasting, type
+  // promotion, 0-dim CPU tensors with tensors of any device.
   m.def("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("mul(Tensor self, Tensor other) -> Tensor");
+  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("ladder_bias_act(Tensor x, Tensor? bias, str act, str variant) -> Tensor");
   // alpha * sum over all dims but the last of self (* other): the per-feature gradient of add/mul.
   m.def("sum_leading(Tensor self, Tensor? other=None, *, float alpha=1., ScalarType? dtype=None) -> Tensor");

@@ -10,11 +10,20 @@ and generated here: Gaussian inputs labelled by a fixed random "teacher" network
 every rank (same seed); a DistributedSampler (set_epoch each epoch) gives each rank its shard.
 Rank 0 prints the loss per epoch and the final accuracy. At the end every rank compares its
 parameters with rank 0's, bitwise; the script exits non-zero if any differ.
+
+--step-time also prints two figures, over the epochs after the first (which pays for allocator
+warm-up and kernel loading): `step_ms <ms>`, the median of each epoch's wall time over its
+batches with the device synchronized at both ends, so data loading, DDP's gradient all-reduce and
+the optimizer step all count; and `train_ms <ms>`, the median time of one training step alone
+(forward, backward with the all-reduce, optimizer step; CUDA events on a GPU), without the data
+loading. benchmarks/bench_e2e.py reads them to compare torch.nn with cudasteps.nn under DDP.
 """
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import cudasteps
 import cudasteps.nn as cnn
@@ -87,7 +96,12 @@ def main(argv=None) -> int:
         default="none",
         help="mixed precision: forward and loss under torch.autocast in this dtype (fp32 parameters)",
     )
+    parser.add_argument(
+        "--step-time", action="store_true", help="print step_ms and train_ms: median ms per training step"
+    )
     args = parser.parse_args(argv)
+    if args.step_time and args.epochs < 2:
+        parser.error("--step-time needs --epochs >= 2 (the first epoch is warm-up)")
 
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -117,18 +131,38 @@ def main(argv=None) -> int:
             f"dims={dims} amp={args.amp} cudasteps_cuda={cudasteps.cuda_available()}"
         )
 
+    epoch_step_ms = []
+    train_marks = []  # (start, end) of each timed training step: CUDA events, or perf_counter()
+
+    def mark():
+        if not use_cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         total = torch.zeros(2, device=device)  # loss sum, batches
+        if use_cuda:
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
         for xb, yb in loader:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+            timed = args.step_time and epoch > 0
+            start_mark = mark() if timed else None
             with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
                 loss = F.cross_entropy(ddp(xb), yb)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
+            if timed:
+                train_marks.append((start_mark, mark()))
             total += torch.stack([loss.detach(), torch.ones((), device=device)])
+        if use_cuda:
+            torch.cuda.synchronize(device)
+        epoch_step_ms.append((time.perf_counter() - start) * 1e3 / max(len(loader), 1))
         dist.all_reduce(total)
         if rank == 0:
             print(f"epoch {epoch}: loss {(total[0] / total[1]).item():.4f}")
@@ -144,6 +178,14 @@ def main(argv=None) -> int:
     if rank == 0:
         print(f"final accuracy {(correct[0] / correct[1]).item():.4f}")
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
+        if args.step_time:
+            print(f"step_ms {statistics.median(epoch_step_ms[1:]):.4f}")
+            if use_cuda:
+                torch.cuda.synchronize(device)
+                train_ms = [s.elapsed_time(e) for s, e in train_marks]
+            else:
+                train_ms = [(e - s) * 1e3 for s, e in train_marks]
+            print(f"train_ms {statistics.median(train_ms):.4f}")
     # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
     # "terminate called without an active exception", when one rank destroyed it early).
     dist.barrier(device_ids=[local_rank] if use_cuda else None)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU, in one call (the device machine has no network and keeps nothing):
+# Everything that needs a GPU, in one call (it needs no network and leaves everything under $OUT):
 #   1. build against the local torch          (make build)
 #   2. the full pytest suite, CUDA included    (slow tests too)
 #   3. compute-sanitizer: memcheck over the CUDA tests' smoke run, racecheck over the smem kernels
@@ -15,10 +15,10 @@ LOGS=$OUT/logs
 mkdir -p "$LOGS"
 export RESULTS_DIR=${RESULTS_DIR:-$OUT/results}
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
-export PIP_NO_INDEX=1  # no network there: fail fast instead of retrying
+export PIP_NO_INDEX=1  # a GPU machine may be offline: fail fast instead of retrying downloads
 STEPS=${STEPS:-"build test sanitize sass ncu bench"}
 PY=$(scripts/python.sh)
-# The GPU image sets CXX=/opt/gcc/bin/g++, a wrapper whose link step puts a static copy of
+# Some images set CXX=/opt/gcc/bin/g++, a wrapper whose link step puts a static copy of
 # libstdc++ into shared objects: the extension then formats its first error message with its own,
 # uninitialised iostreams and segfaults. The system g++ links libstdc++.so like libtorch does.
 if [[ "${CXX:-}" == /opt/gcc/* ]] && [ -x /usr/bin/g++ ]; then
@@ -43,6 +43,15 @@ step() {  # step NAME TIMEOUT_S CMD...: run, log to $LOGS/NAME.log, remember pas
 }
 
 want() { [[ " $STEPS " == *" $1 "* ]]; }
+
+# Wheels brought along for packages this machine lacks (scripts/fetch_wheels.sh, run where there is
+# network): installed without an index into a private directory, found through PYTHONPATH.
+if compgen -G ".whl/*.whl" >/dev/null && ! "$PY" -c "import expecttest" >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/cudasteps-site .whl/*.whl
+  export PYTHONPATH=/tmp/cudasteps-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+"$PY" -c "import expecttest" >/dev/null 2>&1 ||
+  echo "gpu_check: WARNING: expecttest is missing: tests/test_opinfo.py will skip (run scripts/fetch_wheels.sh)"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$LOGS/gpu.txt" 2>&1
 cat "$LOGS/gpu.txt"
@@ -95,7 +104,7 @@ fi
 
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
-# Few files come back from the device machine: pack the logs (and results, if elsewhere) into one.
+# One archive each for the logs (and the results, if under $OUT), easy to copy off the machine.
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
 if [ -d "$OUT/results" ]; then tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"; fi
 exit $status

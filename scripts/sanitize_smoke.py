@@ -34,6 +34,9 @@ def smoke_copy(dev):
     check("copy strided", cudasteps.copy(x.t()), x.t())
     dst = torch.empty(65, 33, device=dev)
     check("copy_", cudasteps.copy_(dst, x.t()), x.t())
+    check("copy column-strided", cudasteps.copy(x[:, ::2]), x[:, ::2])
+    xb = torch.randn(3, 17, 40, device=dev)
+    check("copy batched transposed view", cudasteps.copy(xb.mT), xb.mT)
 
 
 def smoke_transpose(dev):
@@ -59,6 +62,10 @@ def smoke_reduce(dev):
     check("sum misaligned", cudasteps.sum(x.flatten()[1:]), x.flatten()[1:].double().sum(), tol=1e-4)
     y = torch.randn(3, 5, 7, 11, device=dev)
     check("sum dims (0, 2)", cudasteps.sum(y, (0, 2)), y.double().sum((0, 2)), tol=1e-4)
+    check("sum dims (1, 3) permuted", cudasteps.sum(y.mT, (1, 3)), y.mT.double().sum((1, 3)), tol=1e-4)
+    # Enough outputs for the thread-per-output column kernel on any current GPU.
+    mid = torch.randn(600, 3, 517, device=dev)
+    check("sum middle dim", cudasteps.sum(mid, 1), mid.double().sum(1), tol=1e-4)
     big = torch.randn(300_001, device=dev)
     for v in cudasteps.ladder.variants("reduce"):
         check(f"ladder sum {v}", cudasteps.ladder.run("reduce", v, big), big.double().sum(), tol=1e-4)
@@ -114,6 +121,15 @@ def smoke_elementwise(dev):
         check(f"bias_act {act} grad_bias", br.grad, bd.grad, tol=1e-3)
     check("add", cudasteps.add(x, b, alpha=0.5), x.double() + 0.5 * b.double(), tol=1e-5)
     check("mul", cudasteps.mul(x, x.flip(0)), x.double() * x.flip(0).double(), tol=1e-5)
+    col = torch.randn(37, 1, device=dev)
+    check("mul broadcast [37,1]*[129]", cudasteps.mul(col, b), col.double() * b.double(), tol=1e-5)
+    check("add vector + matrix", cudasteps.add(b, x, alpha=2), b.double() + 2 * x.double(), tol=1e-5)
+    check("mul transposed", cudasteps.mul(x.t(), x.t()), x.t().double() ** 2, tol=1e-5)
+    check("add CPU 0-dim", cudasteps.add(x, torch.tensor(1.5)), x.double() + 1.5, tol=1e-5)
+    check("mul number", cudasteps.mul(x, -3), x.double() * -3, tol=1e-5)
+    xi = torch.randint(-50, 50, (37, 129), device=dev, dtype=torch.int32)
+    check("add int32 broadcast", cudasteps.add(xi, xi[:1], alpha=3), xi + 3 * xi[:1])
+    check("mul bool", cudasteps.mul(xi > 0, xi < 10), (xi > 0) & (xi < 10))
     xm = torch.randn(1 + 37 * 129, device=dev)[1:].view(37, 129)
     check(
         "bias_act misaligned", cudasteps.bias_act(xm, b, "gelu"), F.gelu(xm.double() + b.double()), tol=1e-4

@@ -32,7 +32,7 @@ done < requirements-dev.txt
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   if ! "$PY" -m pip install --quiet "${missing[@]}"; then
-    # No network (the GPU machine): go on without them; the harness degrades (no plots / bar).
+    # No network (an offline machine): go on without them; the harness degrades (no plots / bar).
     echo "setup: WARNING: could not install ${missing[*]}; continuing without them" >&2
     "$PY" -c "import pytest" >/dev/null 2>&1 || { echo "setup: pytest is required" >&2; exit 1; }
   fi

@@ -94,9 +94,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--dtypes", default="bf16,fp16,tf32")
+    ap.add_argument("--steps", default="", help="comma-separated tc ladder steps (default: all)")
     args = ap.parse_args()
     hopper = torch.cuda.get_device_capability() == (9, 0)
     steps = [v for v in G.TC_LADDER if hopper or v not in G.TC_HOPPER_STEPS]
+    if args.steps:
+        steps = [v for v in steps if v in args.steps.split(",")]
     rows = []
     print(f"cudasteps tensor-core sweep on {torch.cuda.get_device_name()}")
     header = ["variant".ljust(28), "dtype", "layout", "M x N x K".ljust(18), "rel err".rjust(9)]

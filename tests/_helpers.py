@@ -10,9 +10,9 @@ import torch
 
 def _cuda_skip_reason() -> str:
     if not torch.cuda.is_available():
-        return "no CUDA device visible (CI has no GPU; scripts/gpu_check.sh runs these on the GPU machine)"
+        return "needs a CUDA device, and none is visible (scripts/gpu_check.sh runs these where one is)"
     if not cudasteps.cuda_available():
-        return "cudasteps was built without nvcc, so no CUDA kernels are registered"
+        return "needs the CUDA kernels, and cudasteps was built without nvcc (none are registered)"
     return ""
 
 
@@ -22,8 +22,7 @@ HAS_CUDA = CUDA_SKIP_REASON == ""
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason=CUDA_SKIP_REASON or "unused")
 requires_two_gpus = pytest.mark.skipif(
     not HAS_CUDA or torch.cuda.device_count() < 2,
-    reason="needs two CUDA devices (the nvidia-h200-x2 machine); "
-    + (CUDA_SKIP_REASON or f"{torch.cuda.device_count()} visible"),
+    reason="needs two CUDA devices; " + (CUDA_SKIP_REASON or f"{torch.cuda.device_count()} visible"),
 )
 
 # Parametrize over these to run a test on every device; CUDA is skipped with a visible reason.

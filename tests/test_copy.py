@@ -87,17 +87,17 @@ def test_copy__same_tensor_is_a_no_op(device):
 def test_copy_errors(device):
     x = make_tensor((4, 5), torch.float32, device)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must have the shape of self \[4, 5\], got \[5, 4\]"
+        RuntimeError, match=r"cudasteps\.copy_: src must have the shape of out \[4, 5\], got \[5, 4\]"
     ):
         cudasteps.copy_(x, make_tensor((5, 4), torch.float32, device))
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of self \(Float\), got Double"
+        RuntimeError, match=r"cudasteps\.copy_: src must have the dtype of out \(Float\), got Double"
     ):
         cudasteps.copy_(x, make_tensor((4, 5), torch.float64, device))
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: self must not have overlapping elements"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: out must not have overlapping elements"):
         cudasteps.copy_(make_tensor((1, 5), torch.float32, device).expand(4, 5), x)
     base = make_tensor((10,), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src and self partly share memory"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.copy_: src and out partly share memory"):
         cudasteps.copy_(base[2:8], base[0:6])
 
 
@@ -106,11 +106,11 @@ def test_copy__device_mismatch():
     x = make_tensor((4,), torch.float32, "cuda")
     y = make_tensor((4,), torch.float32, "cpu")
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cpu"
+        RuntimeError, match=r"cudasteps\.copy_: src must be on out's device \(cuda:0\), got cpu"
     ):
         cudasteps.copy_(x, y)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.copy_: src must be on self's device \(cpu\), got cuda:0"
+        RuntimeError, match=r"cudasteps\.copy_: src must be on out's device \(cpu\), got cuda:0"
     ):
         cudasteps.copy_(y, x)
 
@@ -218,3 +218,21 @@ def test_copy_on_non_default_stream_and_other_device():
         x1 = make_tensor((12345,), torch.float32, "cuda:1")
         y1 = cudasteps.copy(x1)
         assert y1.device == x1.device and torch.equal(y1, x1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_copy_of_transposed_views(device, dtype):
+    """Transposed views of contiguous tensors (CUDA: the transpose kernel) and their neighbours
+    that are not (a row slice, a size-1 dim: the strided and byte paths) copy exactly."""
+    for shape in [(33, 65), (4, 17, 130), (2, 3, 64, 1), (1, 5), (1000, 3), (2, 1, 7, 9)]:
+        x = make_tensor(shape, dtype, device)
+        for view in (x.mT, x.mT[..., 1:, :], x.transpose(0, -1)):
+            y = cudasteps.copy(view)
+            assert y.is_contiguous() and torch.equal(y, view), (shape, view.stride())
+            dst = poisoned(view.shape, dtype, device)
+            assert torch.equal(cudasteps.copy_(dst, view), view)
+    x = make_tensor((3, 40, 24), torch.float32, device).requires_grad_(True)
+    g = make_tensor((3, 24, 40), torch.float32, device, seed=1)
+    cudasteps.copy(x.mT).backward(g)
+    assert torch.equal(x.grad, g.mT)

@@ -175,7 +175,7 @@ def test_ddp_cpu_gloo(cpu_ddp_results, impl):
 
 @pytest.mark.skipif(
     not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
-    reason="needs two CUDA devices and NCCL (the nvidia-h200-x2 machine)",
+    reason="needs two CUDA devices and NCCL",
 )
 def test_ddp_cuda_nccl():
     impls = impls_for("cuda")
@@ -225,10 +225,15 @@ def test_train_ddp_example_cpu():
         "1024",
         "--dims",
         "16,64,4",
+        "--step-time",
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "epoch 1: loss" in proc.stdout and "final accuracy" in proc.stdout
+    # --step-time: the figures benchmarks/bench_e2e.py reads.
+    for name in ("step_ms", "train_ms"):
+        found = [float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith(name + " ")]
+        assert len(found) == 1 and found[0] > 0, (name, proc.stdout)
     assert "parameters identical across ranks" in proc.stdout
 
 

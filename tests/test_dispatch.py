@@ -105,3 +105,40 @@ def test_extension_links_the_shared_libstdcxx():
         pytest.skip("readelf (binutils) not installed: cannot read the extension's dynamic section")
     needed = subprocess.run([readelf, "-d", ext.__file__], capture_output=True, text=True, check=True).stdout
     assert "libstdc++.so" in needed, f"{ext.__file__} does not link libstdc++.so dynamically:\n{needed}"
+
+
+def _schemas():
+    return [s for s in torch._C._jit_get_all_schemas() if s.name.startswith("cudasteps::")]
+
+
+def test_mutating_schemas_do_not_name_an_argument_self():
+    # functionalization (torch.compile, torch.export) warns that `self` in a mutating custom op's
+    # schema "may lead to ambiguous parsing"; the mutated argument is `out`, the source `src`.
+    mutating = {
+        s.name: s for s in _schemas() if any(a.alias_info and a.alias_info.is_write for a in s.arguments)
+    }
+    assert {"cudasteps::copy_", "cudasteps::transpose_"} <= set(mutating)
+    for name, schema in mutating.items():
+        names = [a.name for a in schema.arguments]
+        assert not {"self", "self_"} & set(names), f"{name}: {schema}"
+        assert names[0] == "out" and schema.arguments[0].alias_info.is_write, f"{name}: {schema}"
+
+
+def test_mutating_ops_compile_without_the_self_argument_warning():
+    import warnings
+
+    @torch.compile(backend="aot_eager", fullgraph=True)  # functionalization, without code generation
+    def f(x, copy_out, t_out):
+        cudasteps.copy_(copy_out, x * 2)
+        cudasteps.transpose_(t_out, x + 1)
+        return copy_out.sum() + t_out.sum()
+
+    x = make_tensor((5, 3), torch.float32, "cpu")
+    copy_out, t_out = torch.empty(5, 3), torch.empty(3, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f(x, copy_out, t_out)
+    messages = [str(w.message) for w in caught if "ambiguous parsing" in str(w.message)]
+    assert messages == [], messages
+    assert torch.equal(copy_out, x * 2)
+    assert torch.equal(t_out, (x + 1).t())

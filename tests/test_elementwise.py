@@ -188,37 +188,131 @@ def test_bias_grad_deterministic(device):
 
 
 def ref_binary(name, a, b, alpha=1.0):
-    ad, bd = a.double(), b.double()
+    ad = a.double() if isinstance(a, torch.Tensor) else a
+    bd = b.double() if isinstance(b, torch.Tensor) else b
     return ad + alpha * bd if name == "add" else ad * bd
 
 
-def run_binary(name, a, b, alpha=1.0):
+def run_binary(name, a, b, alpha=1):
     return cudasteps.add(a, b, alpha=alpha) if name == "add" else cudasteps.mul(a, b)
+
+
+def torch_binary(name, a, b, alpha=1):
+    return torch.add(a, b, alpha=alpha) if name == "add" else torch.mul(a, b)
+
+
+# (self shape, other shape): every path of binary.h: same shape (flat), per-feature vector on
+# either side (row kernel), 0-dim operands (host value / device scalar) and general broadcasts
+# (strided kernel), including the ones the drop-in issue listed.
+BROADCASTS = [
+    ((3, 5), (3, 5)),
+    ((2, 3, 17), (17,)),
+    ((17,), (2, 3, 17)),
+    ((4, 8), (1, 8)),
+    ((5, 1), (5,)),
+    ((5, 10, 5), (10, 5)),
+    ((10, 1, 5), (1, 10, 5)),
+    ((3, 1, 7), (1, 4, 1)),
+    ((6, 1), (1, 1, 9)),
+    ((3, 5), ()),
+    ((), (3, 5)),
+    ((), ()),
+    ((0, 5), (5,)),
+    ((1,), (7,)),
+    ((1000003,), (1000003,)),
+    ((33, 65), (33, 1)),
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["add", "mul"])
-def test_binary_forward(device, dtype, name):
-    for i, shape in enumerate(SHAPES + [(), (1000003,)]):
-        a = make_tensor(shape, dtype, device, seed=i)
-        same = make_tensor(shape, dtype, device, seed=20 + i)
-        cases = [same]
-        if len(shape) >= 1:
-            cases.append(make_tensor((shape[-1],), dtype, device, seed=40 + i))
-            cases.append(make_tensor((shape[-1],), torch.float32, device, seed=60 + i))
-        for b in cases:
-            if b.dim() == 1 and b.shape == a.shape and b.dtype != a.dtype:
-                continue  # a 1-D self takes a same-shape other: dtypes must match
-            out = run_binary(name, a, b, alpha=0.75)
-            assert out.shape == a.shape and out.dtype == dtype
-            if a.numel():
-                check_close(out, ref_binary(name, a, b, 0.75), dtype)
+def test_binary_broadcast(device, dtype, name):
+    for i, (sa, sb) in enumerate(BROADCASTS):
+        a = make_tensor(sa, dtype, device, seed=i)
+        b = make_tensor(sb, dtype, device, seed=50 + i)
+        out = run_binary(name, a, b, alpha=0.75)
+        assert out.shape == torch.broadcast_shapes(sa, sb) and out.dtype == dtype
+        assert out.is_contiguous() and out.device == a.device
+        if out.numel():
+            check_close(out, ref_binary(name, a, b, 0.75), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_binary_integer_and_bool(device, name):
+    """Integer dtypes wrap around as torch's do; bool add is or, bool mul is and."""
+    for dtype in [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool]:
+        for i, (sa, sb) in enumerate(BROADCASTS[:12]):
+            a = make_tensor(sa, dtype, device, seed=i)
+            b = make_tensor(sb, dtype, device, seed=50 + i)
+            alpha = True if dtype == torch.bool else 3
+            out = run_binary(name, a, b, alpha=alpha)
+            assert out.dtype == dtype
+            assert torch.equal(out, torch_binary(name, a, b, alpha)), (dtype, sa, sb)
+    big = torch.full((5,), 120, dtype=torch.int8, device=device)
+    assert torch.equal(run_binary(name, big, big, alpha=2), torch_binary(name, big, big, 2))  # wraps
+    big64 = torch.full((5,), 2**62, dtype=torch.int64, device=device)
+    assert torch.equal(run_binary(name, big64, big64, alpha=3), torch_binary(name, big64, big64, 3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_binary_type_promotion(device, name):
+    """The result dtype is torch.result_type(self, other), values as torch's."""
+    f16 = make_tensor((4, 6), torch.float16, device)
+    bf16 = make_tensor((4, 6), torch.bfloat16, device, seed=1)
+    f32 = make_tensor((4, 6), torch.float32, device, seed=2)
+    i32 = make_tensor((4, 6), torch.int32, device, seed=3)
+    u8 = make_tensor((6,), torch.uint8, device, seed=4)
+    boolean = make_tensor((4, 6), torch.bool, device, seed=5)
+    cases = [
+        (f16, f32[0]),  # fp16 + fp32 vector -> fp32
+        (f16, bf16),  # -> fp32
+        (i32, f16),  # int + half -> half
+        (i32, u8),  # -> int32
+        (boolean, i32),  # -> int32
+        (u8, torch.tensor(-3, dtype=torch.int8, device=device)),  # a 0-dim tensor does not promote
+        (f16, torch.tensor(2.5, dtype=torch.float64, device=device)),  # -> fp16
+        (i32, torch.tensor(2.5, dtype=torch.float64, device=device)),  # category wins -> fp32
+        (f16, 2.5),
+        (i32, 2.5),  # Python float with an int tensor -> fp32
+        (i32, 7),
+        (boolean, 3),  # -> int64
+        (boolean, True),
+        (u8, -1),
+        (f32, True),
+    ]
+    for a, b in cases:
+        want = torch_binary(name, a, b)
+        got = run_binary(name, a, b, alpha=1)
+        assert got.dtype == want.dtype == torch.result_type(a, b), (a.dtype, b, got.dtype, want.dtype)
+        assert got.shape == want.shape
+        if want.dtype.is_floating_point:
+            tol = TOL[want.dtype]
+            assert rel_err(got, want) <= tol, (a.dtype, b)
+        else:
+            assert torch.equal(got, want), (a.dtype, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_binary_scalar_overloads(device, name):
+    x = make_tensor((7, 9), torch.float32, device)
+    ops = torch.ops.cudasteps
+    scalar_op = ops.add.Scalar if name == "add" else ops.mul.Scalar
+    args = (x, 1.5, 2) if name == "add" else (x, 1.5)
+    check_close(scalar_op(*args), ref_binary(name, x, 1.5, 2 if name == "add" else 1.0), torch.float32)
+    check_close(run_binary(name, x, -0.25, alpha=3), ref_binary(name, x, -0.25, 3), torch.float32)
+    # A Python number wider than the tensor's integer type is refused, as torch refuses it.
+    with pytest.raises(RuntimeError, match="cannot be converted to type"):
+        run_binary(name, torch.ones(3, dtype=torch.int8, device=device), 300)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["add", "mul"])
 def test_binary_layouts(device, name):
+    """Non-contiguous, expanded and misaligned operands are read in place (strided path)."""
     base = make_tensor((30, 42), torch.float16, device)
     other_base = make_tensor((30, 42), torch.float16, device, seed=1)
     for a, b in [
@@ -229,28 +323,55 @@ def test_binary_layouts(device, name):
             misaligned((7, 9), torch.float16, device, seed=2, offset=5),
         ),
         (base[1:, 2:], other_base[0, 1:-1]),
+        (base[:, :5], other_base[0, ::8][:5]),  # a strided per-feature vector
+        (base[::3, ::2], other_base[:10, :1]),
+        (base.t()[:5], other_base[:, :1].expand(30, 30)[:5]),
+        (base.unsqueeze(0).expand(3, 30, 42), other_base[:, :1]),
+        (base[:, 0], 2.5),  # a strided tensor and a host value
     ]:
         check_close(run_binary(name, a, b, 2.0), ref_binary(name, a, b, 2.0), torch.float16)
+        if isinstance(b, torch.Tensor):
+            check_close(run_binary(name, b, a, 2.0), ref_binary(name, b, a, 2.0), torch.float16)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["add", "mul"])
-@pytest.mark.parametrize("per_feature", [False, True])
-def test_binary_autograd(device, name, per_feature):
-    a = make_tensor((5, 3, 11), torch.float32, device).requires_grad_(True)
-    b = make_tensor((11,) if per_feature else (5, 3, 11), torch.float32, device, seed=1).requires_grad_(True)
-    grad = make_tensor((5, 3, 11), torch.float32, device, seed=2)
-    run_binary(name, a, b, alpha=-1.5).backward(grad)
+@pytest.mark.parametrize("shapes", [((5, 3, 11), (5, 3, 11)), ((5, 3, 11), (11,)), ((11,), (5, 3, 11)),
+                                    ((5, 1, 11), (3, 1)), ((5, 3, 11), ()), ((4, 1), (1, 6))])  # fmt: skip
+def test_binary_autograd(device, name, shapes):
+    """Each operand's gradient is reduced to its shape, as torch's (float64 reference)."""
+    a = make_tensor(shapes[0], torch.float32, device).requires_grad_(True)
+    b = make_tensor(shapes[1], torch.float32, device, seed=1).requires_grad_(True)
+    out = run_binary(name, a, b, alpha=-1.5)
+    grad = make_tensor(out.shape, torch.float32, device, seed=2)
+    out.backward(grad)
     ad, bd = a.detach().double().requires_grad_(True), b.detach().double().requires_grad_(True)
     ref_binary(name, ad, bd, -1.5).backward(grad.double())
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
     assert rel_err(a.grad, ad.grad) <= 1e-6 and rel_err(b.grad, bd.grad) <= 1e-6
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_binary_autograd_mixed_dtypes_and_scalars(device):
+    """Gradients come back in each operand's dtype; Scalar overloads differentiate self."""
+    a = make_tensor((6, 8), torch.bfloat16, device).requires_grad_(True)
+    b = make_tensor((8,), torch.float32, device, seed=1).requires_grad_(True)
+    out = cudasteps.mul(a, b)
+    assert out.dtype == torch.float32
+    out.sum().backward()
+    assert a.grad.dtype == torch.bfloat16 and b.grad.dtype == torch.float32
+    assert rel_err(b.grad, a.detach().double().sum(0)) <= 1e-6
+    assert rel_err(a.grad, b.detach().double().expand(6, 8)) <= TOL[torch.bfloat16]
+    x = make_tensor((3, 4), torch.float64, device).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: cudasteps.mul(t, -2.5), (x,))
+    assert torch.autograd.gradcheck(lambda t: cudasteps.add(t, 4, alpha=3), (x,))
+
+
 @pytest.mark.parametrize("name", ["add", "mul"])
-@pytest.mark.parametrize("per_feature", [False, True])
-def test_binary_gradcheck(name, per_feature):
-    a = make_tensor((4, 6), torch.float64).requires_grad_(True)
-    b = make_tensor((6,) if per_feature else (4, 6), torch.float64, seed=1).requires_grad_(True)
+@pytest.mark.parametrize("shapes", [((4, 6), (4, 6)), ((4, 6), (6,)), ((4, 1, 6), (3, 1)), ((4, 6), ())])
+def test_binary_gradcheck(name, shapes):
+    a = make_tensor(shapes[0], torch.float64).requires_grad_(True)
+    b = make_tensor(shapes[1], torch.float64, seed=1).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda p, q: run_binary(name, p, q, alpha=0.5), (a, b))
 
 
@@ -258,6 +379,8 @@ def test_mul_double_backward():
     a = make_tensor((3, 4), torch.float64).requires_grad_(True)
     b = make_tensor((3, 4), torch.float64, seed=1).requires_grad_(True)
     assert torch.autograd.gradgradcheck(lambda p, q: cudasteps.mul(p, q), (a, b))
+    v = make_tensor((4,), torch.float64, seed=2).requires_grad_(True)
+    assert torch.autograd.gradgradcheck(lambda p, q: cudasteps.mul(p, q), (a, v))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -324,22 +447,29 @@ def test_errors(device):
         cudasteps.bias_act_backward(x.double(), x, b, "gelu")
     with pytest.raises(
         RuntimeError,
-        match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+        match=r"cudasteps.add: self \[4, 6\] and other \[4\] are not broadcastable: "
+        r"sizes 6 and 4 at dimension -1",
     ):
         cudasteps.add(x, x[:, 0])
     with pytest.raises(
-        RuntimeError, match=r"cudasteps.mul: other must have the dtype of self \(Float\), got Double"
+        RuntimeError,
+        match=r"cudasteps.mul: the result dtype \(torch.result_type\(self, other\)\) must be Float, Double, "
+        r"Half, BFloat16, Byte, Char, Short, Int, Long or Bool, got ComplexFloat",
     ):
-        cudasteps.mul(x, x.double())
+        cudasteps.mul(x, torch.ones(6, dtype=torch.complex64, device=device))
+    with pytest.raises(RuntimeError, match=r"cudasteps.add: the result dtype .* got ComplexDouble"):
+        cudasteps.add(x.double(), 1j)
     with pytest.raises(
         RuntimeError,
-        match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+        match=r"cudasteps.add: alpha must be an integer for integer results \(as in torch.add\), got 2.5 "
+        r"for a Long result",
     ):
-        cudasteps.mul(x.bfloat16(), b.half())
+        cudasteps.add(x.long(), x.long(), alpha=2.5)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps.add: self must be Float or Half or BFloat16 or Double, got Long"
+        RuntimeError,
+        match=r"cudasteps.add: a boolean alpha is only supported for Bool results, got a Float result",
     ):
-        cudasteps.add(x.long(), x.long())
+        cudasteps.add(x, x, alpha=True)
     with pytest.raises(
         RuntimeError, match=r"cudasteps.sum_leading: other must have the shape of self \[4, 6\], got \[6\]"
     ):
@@ -353,6 +483,12 @@ def test_errors(device):
             RuntimeError, match=r"cudasteps.bias_act: bias must be on x's device \(cuda:0\), got cpu"
         ):
             cudasteps.bias_act(x, b.cpu(), "gelu")
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.mul: self and other must be on the same device \(or one of them a 0-dim CPU "
+            r"tensor\), got cuda:0 and cpu",
+        ):
+            cudasteps.mul(x, b.cpu())
         with pytest.raises(
             RuntimeError,
             match=r"cudasteps.ladder_bias_act: variant must be one of unfused, fused_scalar, fused_vec16, got 'fast'",  # noqa: E501
@@ -379,14 +515,25 @@ def test_fake_errors_match():
             torch.ops.cudasteps.bias_act(x, b, "tanh")
         with pytest.raises(
             RuntimeError,
-            match=r"cudasteps.add: other must have the shape of self \[4, 6\] or \[N\] with N = self.size\(-1\), got \[4\]",  # noqa: E501
+            match=r"cudasteps.add: self \[4, 6\] and other \[4\] are not broadcastable: "
+            r"sizes 6 and 4 at dimension -1",
         ):
             torch.ops.cudasteps.add(x, x[:, 0])
+        with pytest.raises(RuntimeError, match=r"cudasteps.mul: the result dtype .* got ComplexFloat"):
+            torch.ops.cudasteps.mul(x, torch.empty(6, dtype=torch.complex64))
         with pytest.raises(
             RuntimeError,
-            match=r"cudasteps.mul: other must have the dtype of self \(BFloat16\) or Float, got Half",
+            match=r"cudasteps.add: alpha must be an integer for integer results \(as in torch.add\), got 2.5 "
+            r"for a Long result",
         ):
-            torch.ops.cudasteps.mul(x.bfloat16(), b.half())
+            torch.ops.cudasteps.add.Scalar(x.long(), 3, 2.5)
+        with pytest.raises(
+            RuntimeError,
+            match=r"cudasteps.add: a boolean alpha is only supported for Bool results, got a Float result",
+        ):
+            torch.ops.cudasteps.add(x, x, alpha=True)
+        assert torch.ops.cudasteps.mul(x.half(), b).dtype == torch.float32
+        assert torch.ops.cudasteps.add(x[:, :1], b).shape == (4, 6)
         with pytest.raises(
             RuntimeError, match=r"cudasteps.sum_leading: self must have at least 1 dimensions, got 0-D"
         ):
@@ -406,10 +553,15 @@ def test_opcheck(device, requires_grad):
     torch.library.opcheck(ops.bias_act, (x, b, "gelu"))
     torch.library.opcheck(ops.bias_act, (x, None, "silu"))
     torch.library.opcheck(ops.bias_act, (xb, b, "gelu_tanh"))
-    torch.library.opcheck(ops.add, (x, b), {"alpha": 2})
-    torch.library.opcheck(ops.add, (x, x.detach() * 2))
-    torch.library.opcheck(ops.mul, (x, b))
-    torch.library.opcheck(ops.mul, (xb, b))
+    torch.library.opcheck(ops.add.default, (x, b), {"alpha": 2})
+    torch.library.opcheck(ops.add.default, (x, x.detach() * 2))
+    torch.library.opcheck(ops.mul.default, (x, b))
+    torch.library.opcheck(ops.mul.default, (xb, b))
+    torch.library.opcheck(ops.mul.default, (x[:, :1], b[None]))
+    torch.library.opcheck(ops.add.Scalar, (x, 2.5, 3))
+    torch.library.opcheck(ops.mul.Scalar, (xb, -1.5))
+    torch.library.opcheck(ops.add.default, (x, torch.tensor(0.5)))
+    torch.library.opcheck(ops.mul.default, (x.detach().long(), x.detach().int()))
     g = make_tensor((5, 12), torch.float32, device, seed=3)
     torch.library.opcheck(ops.bias_act_backward, (g, x.detach(), b.detach(), "gelu"))
     torch.library.opcheck(ops.bias_act_backward, (g, x.detach(), None, "relu"))
@@ -507,3 +659,29 @@ def test_cuda_stream_and_autocast():
         y = cudasteps.bias_act(h, b, "gelu")
     assert y.dtype == torch.bfloat16
     check_close(y, ref_bias_act(h, b, "gelu"), torch.bfloat16)
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_cuda_binary_matches_torch_bitwise(name):
+    """fp32 on CUDA: every path gives torch's bits (one rounding of the same expression)."""
+    x = make_tensor((300, 520), torch.float32, "cuda")
+    cases = [
+        make_tensor((300, 520), torch.float32, "cuda", seed=1),  # flat
+        make_tensor((520,), torch.float32, "cuda", seed=2),  # row vector
+        make_tensor((300, 1), torch.float32, "cuda", seed=3),  # strided (broadcast column)
+        torch.tensor(1.25),  # a 0-dim CPU tensor with a CUDA tensor: a host value
+        torch.tensor(-0.5, device="cuda"),  # a 0-dim CUDA tensor: strided, stride 0
+        make_tensor((520, 300), torch.float32, "cuda", seed=4).t(),  # transposed: strided
+    ]
+    for b in cases:
+        assert torch.equal(run_binary(name, x, b), torch_binary(name, x, b)), b.shape
+        assert torch.equal(run_binary(name, b, x), torch_binary(name, b, x)), b.shape
+    assert torch.equal(run_binary(name, x, 0.3), torch_binary(name, x, 0.3))
+    out = run_binary(name, torch.tensor(3.0), x)
+    assert out.device == x.device
+    for dtype in (torch.int32, torch.uint8, torch.bool):
+        a = make_tensor((77, 130), dtype, "cuda", seed=5)
+        v = make_tensor((130,), dtype, "cuda", seed=6)
+        assert torch.equal(run_binary(name, a, v), torch_binary(name, a, v))
+        assert torch.equal(run_binary(name, a, a.t().contiguous().t()), torch_binary(name, a, a))

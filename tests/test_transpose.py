@@ -134,19 +134,19 @@ def test_transpose_errors(device):
     with pytest.raises(
         RuntimeError,
         match=r"cudasteps\.transpose_: out must have the shape \[5, 4\] "
-        r"\(self's last two dimensions swapped\), got \[4, 5\]",
+        r"\(src's last two dimensions swapped\), got \[4, 5\]",
     ):
         cudasteps.transpose_(torch.empty((4, 5), device=device), x)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.transpose_: out must have the dtype of self \(Float\), got Double"
+        RuntimeError, match=r"cudasteps\.transpose_: out must have the dtype of src \(Float\), got Double"
     ):
         cudasteps.transpose_(torch.empty((5, 4), dtype=torch.float64, device=device), x)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.transpose_: self must have at least 2 dimensions, got 1-D"
+        RuntimeError, match=r"cudasteps\.transpose_: src must have at least 2 dimensions, got 1-D"
     ):
         cudasteps.transpose_(torch.empty((5,), device=device), make_tensor((5,), torch.float32, device))
     sq = make_tensor((6, 6), torch.float32, device)
-    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must not share memory with self"):
+    with pytest.raises(RuntimeError, match=r"cudasteps\.transpose_: out must not share memory with src"):
         cudasteps.transpose_(sq, sq)
 
 
@@ -154,11 +154,11 @@ def test_transpose_errors(device):
 def test_transpose__device_mismatch():
     x = make_tensor((4, 5), torch.float32, "cuda")
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cuda:0\), got cpu"
+        RuntimeError, match=r"cudasteps\.transpose_: out must be on src's device \(cuda:0\), got cpu"
     ):
         cudasteps.transpose_(torch.empty((5, 4)), x)
     with pytest.raises(
-        RuntimeError, match=r"cudasteps\.transpose_: out must be on self's device \(cpu\), got cuda:0"
+        RuntimeError, match=r"cudasteps\.transpose_: out must be on src's device \(cpu\), got cuda:0"
     ):
         cudasteps.transpose_(torch.empty((5, 4), device="cuda"), x.cpu())
 
@@ -175,7 +175,7 @@ def test_transpose_autograd(device):
     (cudasteps.transpose(x) * g).sum().backward()
     expect = g.transpose(-2, -1)
     assert torch.equal(x.grad, expect)
-    # transpose_: the gradient reaches self; the overwritten values of out get none.
+    # transpose_: the gradient reaches src; the overwritten values of out get none.
     src = make_tensor((5, 7), torch.float64, device, seed=2).requires_grad_()
     out_leaf = make_tensor((7, 5), torch.float64, device, seed=3).requires_grad_()
     out = out_leaf * 2

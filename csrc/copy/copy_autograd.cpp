@@ -12,10 +12,10 @@ at::Tensor copy_redispatch(const at::Tensor& self) {
   return op.call(self);
 }
 
-void copy__redispatch(at::Tensor& self, const at::Tensor& src) {
+void copy__redispatch(at::Tensor& out, const at::Tensor& src) {
   static const auto op = typed_op<void(at::Tensor&, const at::Tensor&)>("copy_");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  op.call(self, src);
+  op.call(out, src);
 }
 
 class CopyFunction : public torch::autograd::Function<CopyFunction> {
@@ -30,13 +30,13 @@ class CopyFunction : public torch::autograd::Function<CopyFunction> {
 
 class CopyInplaceFunction : public torch::autograd::Function<CopyInplaceFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, at::Tensor self, const at::Tensor& src) {
-    copy__redispatch(self, src);
-    ctx->mark_dirty({self});  // also bumps self's version counter
-    return self;
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor out, const at::Tensor& src) {
+    copy__redispatch(out, src);
+    ctx->mark_dirty({out});  // also bumps out's version counter
+    return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    // self's old values are overwritten: no gradient flows to them (undefined = zero).
+    // out's old values are overwritten: no gradient flows to them (undefined = zero).
     return {at::Tensor(), grad_outputs[0]};
   }
 };
@@ -46,13 +46,13 @@ at::Tensor copy_autograd(const at::Tensor& self) {
   return CopyFunction::apply(self);
 }
 
-void copy__autograd(at::Tensor& self, const at::Tensor& src) {
-  if (!needs_grad(self, src)) {
-    copy__redispatch(self, src);
-    self.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
+void copy__autograd(at::Tensor& out, const at::Tensor& src) {
+  if (!needs_grad(out, src)) {
+    copy__redispatch(out, src);
+    out.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
     return;
   }
-  CopyInplaceFunction::apply(self, src);
+  CopyInplaceFunction::apply(out, src);
 }
 
 }  // namespace

@@ -49,6 +49,10 @@ void copy_cpu_impl(at::Tensor& out, const at::Tensor& in) {
     });
     return;
   }
+  if (out.is_contiguous() && is_transposed_contiguous(in)) {
+    copy_transposed_view(out, in);
+    return;
+  }
   const StridedPair layout = make_strided_pair(out, in, "copy");
   switch (in.element_size()) {
     case 1: return copy_strided_elems<1>(out_ptr, in_ptr, layout, numel);
@@ -68,8 +72,8 @@ at::Tensor copy_cpu(const at::Tensor& self) {
   return out;
 }
 
-void copy__cpu(at::Tensor& self, const at::Tensor& src) {
-  if (check_copy_args(self, src)) copy_cpu_impl(self, src);
+void copy__cpu(at::Tensor& out, const at::Tensor& src) {
+  if (check_copy_args(out, src)) copy_cpu_impl(out, src);
 }
 
 }  // namespace

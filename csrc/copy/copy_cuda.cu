@@ -208,6 +208,8 @@ void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   if (same_dense_layout(out, in)) {
     copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), in.numel() * in.element_size(), stream);
+  } else if (out.is_contiguous() && is_transposed_contiguous(in)) {
+    copy_transposed_view(out, in);
   } else {
     dispatch_elem_bytes<StridedCopy>(in.element_size(), "copy", in, out, stream);
   }
@@ -219,8 +221,8 @@ at::Tensor copy_cuda(const at::Tensor& self) {
   return out;
 }
 
-void copy__cuda(at::Tensor& self, const at::Tensor& src) {
-  if (check_copy_args(self, src)) copy_cuda_impl(self, src);
+void copy__cuda(at::Tensor& out, const at::Tensor& src) {
+  if (check_copy_args(out, src)) copy_cuda_impl(out, src);
 }
 
 // ---- Ladder -------------------------------------------------------------------------------------

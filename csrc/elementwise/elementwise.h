@@ -7,7 +7,9 @@
 #include <ATen/OpMathType.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/checks.h"
 #include "common/strided.h"  // CUDASTEPS_HOST_DEVICE
@@ -123,17 +125,65 @@ struct BiasActOp {
   CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return ActFn<A>::value(a + v); }
 };
 
-// add: a + alpha * v (as torch.add: alpha scales `other`).
+// Integer arithmetic of add/mul wraps around as torch's does, computed in an unsigned type of at
+// least 32 bits: signed overflow would be undefined behaviour, and unsigned types narrower than
+// int would be promoted to (signed) int first.
+template <typename T>
+using WrapInt = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+
+// add: a + alpha * v (as torch.add: alpha scales `other`). Bool: a or (alpha and v).
 template <typename Acc>
 struct AddOp {
   Acc alpha;
-  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return a + alpha * v; }
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const {
+    if constexpr (std::is_same<Acc, bool>::value) {
+      return a || (alpha && v);
+    } else if constexpr (std::is_integral<Acc>::value) {
+      using U = WrapInt<Acc>;
+      return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(alpha) * static_cast<U>(v));
+    } else {
+      return a + alpha * v;
+    }
+  }
 };
 
-// mul: a * v.
+// mul: a * v. Bool: a and v.
 struct MulOp {
   template <typename Acc>
-  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const { return a * v; }
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc a, Acc v) const {
+    if constexpr (std::is_same<Acc, bool>::value) {
+      return a && v;
+    } else if constexpr (std::is_integral<Acc>::value) {
+      using U = WrapInt<Acc>;
+      return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(v));
+    } else {
+      return a * v;
+    }
+  }
+};
+
+// Adapters that turn a binary functor f(a, v) into the f(x, unused) shape of the one-input
+// kernels: a host value on the right (tensor op value) or on the left (value op tensor), or the
+// operands swapped (a per-feature `self` with a full `other`).
+template <typename Op, typename Acc>
+struct ValueRightOp {
+  Op op;
+  Acc value;
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc x, Acc) const { return op(x, value); }
+};
+
+template <typename Op, typename Acc>
+struct ValueLeftOp {
+  Op op;
+  Acc value;
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc x, Acc) const { return op(value, x); }
+};
+
+template <typename Op>
+struct SwappedOp {
+  Op op;
+  template <typename Acc>
+  CUDASTEPS_HOST_DEVICE Acc operator()(Acc x, Acc v) const { return op(v, x); }
 };
 
 // ---- backward functors: d = f(g, a, v); written to grad_x (when the op has one) and summed per
@@ -220,22 +270,6 @@ inline Act check_bias_act_backward_args(const at::Tensor& grad, const at::Tensor
   check_same_shape(grad, x, op, "grad", "x");
   if (bias.has_value()) check_feature_vector(*bias, x, op, "bias", "x");
   return parse_act(act, op);
-}
-
-// add/mul: `other` has self's shape and dtype, or is a per-feature vector (see above). Returns
-// true for the per-feature (broadcast) case.
-inline bool check_binary_args(const at::Tensor& self, const at::Tensor& other, const char* op) {
-  check_float_input(self, op, "self");
-  check_same_device(other, self, op, "other", "self");
-  if (other.sizes() == self.sizes()) {
-    check_same_dtype(other, self, op, "other", "self");
-    return false;
-  }
-  CUDASTEPS_CHECK(self.dim() >= 1 && other.dim() == 1 && other.size(0) == self.size(-1), op,
-                  "other must have the shape of self ", self.sizes(), " or [N] with N = self.size(-1), got ",
-                  other.sizes());
-  check_feature_vector(other, self, op, "other", "self");
-  return true;
 }
 
 // sum_leading(self, other?): other, when given, has self's shape and dtype; self is at least 1-D.

@@ -1,16 +1,27 @@
 // Autograd for bias_act, add and mul. Forwards call the ops below the Autograd key; backwards call
-// ops (bias_act_backward, sum_leading, mul) through the dispatcher, so torch.compile and opcheck
-// trace both directions.
+// ops (bias_act_backward, sum_leading, mul, sum) through the dispatcher, so torch.compile and
+// opcheck trace both directions, and mul is twice differentiable.
+//
+// add/mul broadcast, so each operand's gradient is the output gradient (times the other operand
+// for mul) summed over the dims that operand was broadcast along, then cast to its dtype and moved
+// to its device (a 0-dim CPU operand of a CUDA op). A per-feature operand takes the fused column
+// sum sum_leading; any other broadcast takes cudasteps::sum. Both are deterministic.
 //
 // bias_act saves only x and bias (not x + bias nor act(x + bias)): the backward recomputes
 // act'(x + bias) in its one fused pass, which reads grad and x and writes grad_x while summing the
 // bias gradient. That is the least memory traffic for a memory-bound activation.
 #include <torch/library.h>
 
+#include <string>
+#include <vector>
+
 #include "common/autograd.h"
+#include "elementwise/binary.h"
 
 namespace cudasteps {
 namespace {
+
+using elementwise::is_feature_vector_shape;
 
 using OptTensor = c10::optional<at::Tensor>;
 
@@ -35,8 +46,19 @@ at::Tensor add_call(const at::Tensor& self, const at::Tensor& other, const at::S
   return op.call(self, other, alpha);
 }
 
+at::Tensor add_scalar_call(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>("add", "Scalar");
+  return op.call(self, other, alpha);
+}
+
 at::Tensor mul_call(const at::Tensor& self, const at::Tensor& other) {
   static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mul");
+  return op.call(self, other);
+}
+
+at::Tensor mul_scalar_call(const at::Tensor& self, const at::Scalar& other) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Scalar&)>("mul", "Scalar");
   return op.call(self, other);
 }
 
@@ -47,10 +69,70 @@ at::Tensor sum_leading_call(const at::Tensor& self, const OptTensor& other, doub
   return op.call(self, other, alpha, dtype);
 }
 
-// True when `other` is a per-feature vector of `self` rather than a same-shape operand (the
-// kernels check the rest).
-bool is_per_feature(const at::Tensor& self, const at::Tensor& other) {
-  return other.sizes() != self.sizes();
+at::Tensor sum_call(const at::Tensor& self, at::IntArrayRef dims) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                             std::optional<at::ScalarType>)>("sum");
+  return op.call(self, dims, /*keepdim=*/true, std::nullopt);
+}
+
+// What the backward of a broadcasting binary op needs to know about one operand.
+struct OperandInfo {
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype;
+  at::Device device;
+};
+
+void save_operand(AutogradContext* ctx, const char* key, const at::Tensor& t) {
+  const std::string k(key);
+  ctx->saved_data[k + "_sizes"] = t.sizes().vec();
+  ctx->saved_data[k + "_dtype"] = t.scalar_type();
+  ctx->saved_data[k + "_device"] = t.device();
+}
+
+OperandInfo load_operand(AutogradContext* ctx, const char* key) {
+  const std::string k(key);
+  return {ctx->saved_data[k + "_sizes"].toIntVector(), ctx->saved_data[k + "_dtype"].toScalarType(),
+          ctx->saved_data[k + "_device"].toDevice()};
+}
+
+// grad (of the broadcast shape) summed over the dims the operand was broadcast along, with
+// cudasteps::sum (deterministic: no floating-point atomics).
+at::Tensor reduce_to(const at::Tensor& grad, at::IntArrayRef sizes) {
+  if (grad.sizes().equals(sizes)) return grad;
+  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < grad.dim(); ++d) {
+    if (d < lead || (sizes[d - lead] == 1 && grad.size(d) != 1)) dims.push_back(d);
+  }
+  if (dims.empty()) return grad.reshape(sizes);
+  return sum_call(grad, dims).reshape(sizes);
+}
+
+// The gradient of one operand of add (partner undefined: d/d operand = alpha) or mul (partner the
+// other operand: d/d operand = partner), reduced to the operand's shape, dtype and device.
+at::Tensor operand_grad(const at::Tensor& grad, const at::Tensor& partner, const at::Scalar& alpha,
+                        const OperandInfo& info) {
+  at::Tensor g;
+  // A per-feature operand ([N], [1, N], ...) of a float op: one fused, deterministic column sum
+  // of grad (* partner) * alpha, without materializing the product. sum_leading itself is not
+  // differentiable, so a backward that records a graph (create_graph) takes mul and sum instead.
+  const bool per_feature =
+      !at::GradMode::is_enabled() && at::isFloatingType(grad.scalar_type()) &&
+      at::isFloatingType(info.dtype) && grad.dim() >= 1 && !grad.sizes().equals(info.sizes) &&
+      is_feature_vector_shape(info.sizes, grad.sizes()) &&
+      (!partner.defined() ||
+       (partner.sizes().equals(grad.sizes()) && partner.scalar_type() == grad.scalar_type() &&
+        partner.device() == grad.device()));
+  if (per_feature) {
+    g = sum_leading_call(grad, as_optional(partner), alpha.toDouble(), info.dtype).view(info.sizes);
+  } else {
+    g = partner.defined() ? mul_call(grad, partner) : grad;
+    g = reduce_to(g, info.sizes);
+    if (!alpha.equal(1)) g = mul_scalar_call(g, alpha);
+  }
+  if (g.scalar_type() != info.dtype) g = g.to(info.dtype);
+  if (g.device() != info.device) g = g.to(info.device);
+  return g;
 }
 
 class BiasActFunction : public torch::autograd::Function<BiasActFunction> {
@@ -85,25 +167,39 @@ class AddFunction : public torch::autograd::Function<AddFunction> {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
       out = add_call(self, other, alpha);
     }
-    ctx->saved_data["alpha"] = alpha.toDouble();
-    ctx->saved_data["per_feature"] = is_per_feature(self, other);
-    ctx->saved_data["other_dtype"] = other.scalar_type();
+    ctx->saved_data["alpha"] = alpha;
+    save_operand(ctx, "self", self);
+    save_operand(ctx, "other", other);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
-    const double alpha = ctx->saved_data["alpha"].toDouble();
+    const at::Scalar alpha = ctx->saved_data["alpha"].toScalar();
     at::Tensor grad_self, grad_other;
-    if (ctx->needs_input_grad(0)) grad_self = grad;
+    if (ctx->needs_input_grad(0)) {
+      grad_self = operand_grad(grad, at::Tensor(), at::Scalar(1), load_operand(ctx, "self"));
+    }
     if (ctx->needs_input_grad(1)) {
-      if (ctx->saved_data["per_feature"].toBool()) {
-        grad_other = sum_leading_call(grad, OptTensor(), alpha,
-                                      ctx->saved_data["other_dtype"].toScalarType());
-      } else {
-        grad_other = alpha == 1.0 ? grad : grad.mul(alpha);
-      }
+      grad_other = operand_grad(grad, at::Tensor(), alpha, load_operand(ctx, "other"));
     }
     return {grad_self, grad_other, at::Tensor()};
+  }
+};
+
+// add.Scalar / mul.Scalar: the output has self's shape; only self has a gradient.
+class AddScalarFunction : public torch::autograd::Function<AddScalarFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const at::Scalar& other,
+                            const at::Scalar& alpha) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ctx->saved_data["dtype"] = self.scalar_type();
+    return add_scalar_call(self, other, alpha);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    at::Tensor grad = grad_outputs[0];
+    const auto dtype = ctx->saved_data["dtype"].toScalarType();
+    if (grad.scalar_type() != dtype) grad = grad.to(dtype);
+    return {grad, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -120,24 +216,37 @@ class MulFunction : public torch::autograd::Function<MulFunction> {
     const bool need_self = other.requires_grad();
     const bool need_other = self.requires_grad();
     ctx->save_for_backward({need_self ? self : at::Tensor(), need_other ? other : at::Tensor()});
-    ctx->saved_data["per_feature"] = is_per_feature(self, other);
-    ctx->saved_data["other_dtype"] = other.scalar_type();
+    save_operand(ctx, "self", self);
+    save_operand(ctx, "other", other);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& grad = grad_outputs[0];
     at::Tensor grad_self, grad_other;
-    if (ctx->needs_input_grad(0)) grad_self = mul_call(grad, saved[1]);
+    if (ctx->needs_input_grad(0)) {
+      grad_self = operand_grad(grad, saved[1], at::Scalar(1), load_operand(ctx, "self"));
+    }
     if (ctx->needs_input_grad(1)) {
-      if (ctx->saved_data["per_feature"].toBool()) {
-        grad_other = sum_leading_call(grad, OptTensor(saved[0]), 1.0,
-                                      ctx->saved_data["other_dtype"].toScalarType());
-      } else {
-        grad_other = mul_call(grad, saved[0]);
-      }
+      grad_other = operand_grad(grad, saved[0], at::Scalar(1), load_operand(ctx, "other"));
     }
     return {grad_self, grad_other};
+  }
+};
+
+class MulScalarFunction : public torch::autograd::Function<MulScalarFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, const at::Scalar& other) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ctx->saved_data["other"] = other;
+    ctx->saved_data["dtype"] = self.scalar_type();
+    return mul_scalar_call(self, other);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    at::Tensor grad = mul_scalar_call(grad_outputs[0], ctx->saved_data["other"].toScalar());
+    const auto dtype = ctx->saved_data["dtype"].toScalarType();
+    if (grad.scalar_type() != dtype) grad = grad.to(dtype);
+    return {grad, at::Tensor()};
   }
 };
 
@@ -157,6 +266,14 @@ at::Tensor add_autograd(const at::Tensor& self, const at::Tensor& other, const a
   return AddFunction::apply(self, other, alpha);
 }
 
+at::Tensor add_scalar_autograd(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  if (!needs_grad(self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return add_scalar_call(self, other, alpha);
+  }
+  return AddScalarFunction::apply(self, other, alpha);
+}
+
 at::Tensor mul_autograd(const at::Tensor& self, const at::Tensor& other) {
   if (!needs_grad(self, other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
@@ -165,12 +282,22 @@ at::Tensor mul_autograd(const at::Tensor& self, const at::Tensor& other) {
   return MulFunction::apply(self, other);
 }
 
+at::Tensor mul_scalar_autograd(const at::Tensor& self, const at::Scalar& other) {
+  if (!needs_grad(self)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return mul_scalar_call(self, other);
+  }
+  return MulScalarFunction::apply(self, other);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("bias_act", &bias_act_autograd);
   m.impl("add", &add_autograd);
+  m.impl("add.Scalar", &add_scalar_autograd);
   m.impl("mul", &mul_autograd);
+  m.impl("mul.Scalar", &mul_scalar_autograd);
 }
 
 }  // namespace cudasteps

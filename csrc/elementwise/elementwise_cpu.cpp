@@ -1,15 +1,19 @@
 // CPU elementwise kernels: bias_act (+ backward), add, mul, sum_leading.
 //
-// Inputs are made contiguous and viewed as (rows, cols) with cols the last dimension; per-feature
-// vectors (bias / broadcast `other`) index by column. Math is in fp32 (fp64 for double inputs).
+// bias_act and sum_leading make their inputs contiguous and view them as (rows, cols) with cols the
+// last dimension; per-feature vectors (bias) index by column. add/mul follow the plan of binary.h:
+// flat, flat-with-value and row-vector loops for dense operands, a strided loop (0 strides on
+// broadcast dims) for the rest, reading every operand in place. Math is in fp32 (fp64 for double inputs).
 // Column sums (grad_bias, sum_leading) are parallel over column chunks, each chunk summing its rows
 // in order, so the result is deterministic for any thread count.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <vector>
+#include <memory>
 
+#include "common/strided.h"
+#include "elementwise/binary.h"
 #include "elementwise/elementwise.h"
 
 namespace cudasteps {
@@ -27,13 +31,12 @@ inline Acc load_vec(const void* v, bool v_is_float, int64_t i) {
   return v_is_float ? Acc(static_cast<const float*>(v)[i]) : Acc(static_cast<const T*>(v)[i]);
 }
 
-// The per-feature vector v (type T or fp32; null means zeros) converted to Acc once.
+// The per-feature vector v (type T or fp32; null means zeros) converted to Acc once. (An array,
+// not a std::vector: Acc may be bool.)
 template <typename T, typename Acc>
-std::vector<Acc> feature_values(const void* v, bool v_is_float, int64_t cols) {
-  std::vector<Acc> vals(cols, Acc(0));
-  if (v != nullptr) {
-    for (int64_t c = 0; c < cols; ++c) vals[c] = load_vec<T, Acc>(v, v_is_float, c);
-  }
+std::unique_ptr<Acc[]> feature_values(const void* v, bool v_is_float, int64_t cols) {
+  std::unique_ptr<Acc[]> vals(new Acc[cols]);
+  for (int64_t c = 0; c < cols; ++c) vals[c] = v != nullptr ? load_vec<T, Acc>(v, v_is_float, c) : Acc(0);
   return vals;
 }
 
@@ -48,8 +51,8 @@ void rowvec_cpu(const T* a, const void* v, bool v_is_float, T* out, int64_t rows
     });
     return;
   }
-  const std::vector<Acc> vals = feature_values<T, Acc>(v, v_is_float, cols);
-  const Acc* vb = vals.data();
+  const std::unique_ptr<Acc[]> vals = feature_values<T, Acc>(v, v_is_float, cols);
+  const Acc* vb = vals.get();
   at::parallel_for(0, rows, std::max<int64_t>(1, kMinElemsPerTask / cols), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       const T* ar = a + r * cols;
@@ -75,7 +78,8 @@ void grad_cpu(const T* g, const T* a, const void* v, bool v_is_float, T* out, Su
               double scale, int64_t rows, int64_t cols, Op op) {
   using Acc = at::opmath_type<T>;
   // Without v, one chunk's worth of zeros serves every chunk.
-  const std::vector<Acc> vals = feature_values<T, Acc>(v, v_is_float, v != nullptr ? cols : kColsPerTask);
+  const std::unique_ptr<Acc[]> vals =
+      feature_values<T, Acc>(v, v_is_float, v != nullptr ? cols : kColsPerTask);
   const int64_t n_chunks = (cols + kColsPerTask - 1) / kColsPerTask;
   const int64_t grain = std::max<int64_t>(1, kMinElemsPerTask / std::max<int64_t>(1, rows * kColsPerTask));
   at::parallel_for(0, n_chunks, grain, [&](int64_t cb, int64_t ce) {
@@ -83,7 +87,7 @@ void grad_cpu(const T* g, const T* a, const void* v, bool v_is_float, T* out, Su
     for (int64_t chunk = cb; chunk < ce; ++chunk) {
       const int64_t c0 = chunk * kColsPerTask;
       const int64_t width = std::min(kColsPerTask, cols - c0);
-      const Acc* vb = vals.data() + (v != nullptr ? c0 : 0);
+      const Acc* vb = vals.get() + (v != nullptr ? c0 : 0);
       for (int64_t k = 0; k < width; ++k) acc[k] = Acc(0);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t base = r * cols + c0;
@@ -158,38 +162,132 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
   return {grad_x, grad_bias};
 }
 
+// out[i] = op(x[i], unused) over numel elements (a dense operand and a host value).
+template <typename T, typename Op>
+void flat_value_cpu(const T* x, T* out, int64_t numel, Op op) {
+  using Acc = at::opmath_type<T>;
+  at::parallel_for(0, numel, kMinElemsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = T(op(Acc(x[i]), Acc(0)));
+  });
+}
+
+// out (contiguous, shape `shape`) = op(a, b) for two strided views of that shape (0 strides on
+// broadcast dims). Each task decomposes its first index once and then steps a multi-index.
+template <typename T, typename Op>
+void strided_cpu(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op, const char* name) {
+  using Acc = at::opmath_type<T>;
+  const StridedPair p = make_strided_pair(a_view, b_view, name);
+  const T* a = a_view.const_data_ptr<T>();
+  const T* b = b_view.const_data_ptr<T>();
+  const int64_t numel = a_view.numel();
+  const int nd = p.ndim;
+  const int64_t inner = p.sizes[nd - 1];
+  const int64_t sa = p.out_strides[nd - 1], sb = p.in_strides[nd - 1];
+  at::parallel_for(0, numel, kMinElemsPerTask, [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxStridedDims];
+    int64_t rest = begin;
+    for (int d = nd - 1; d >= 0; --d) {
+      idx[d] = rest % p.sizes[d];
+      rest /= p.sizes[d];
+    }
+    int64_t i = begin;
+    while (i < end) {
+      int64_t oa = 0, ob = 0;
+      for (int d = 0; d < nd - 1; ++d) {
+        oa += idx[d] * p.out_strides[d];
+        ob += idx[d] * p.in_strides[d];
+      }
+      const int64_t run = std::min(inner - idx[nd - 1], end - i);
+      for (int64_t k = 0; k < run; ++k) {
+        const int64_t c = idx[nd - 1] + k;
+        out[i + k] = T(op(Acc(a[oa + c * sa]), Acc(b[ob + c * sb])));
+      }
+      i += run;
+      idx[nd - 1] = 0;
+      for (int d = nd - 2; d >= 0; --d) {  // carry into the outer dims
+        if (++idx[d] < p.sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+// Every dtype add/mul take: floating (fp32 math for half/bf16), integers and bool.
+#define CUDASTEPS_BINARY_TYPES(TYPE, NAME, ...)                                                 \
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, TYPE, NAME, __VA_ARGS__)
+
+// Runs `op` (a functor over the math type Acc) on the plan's operands into a new contiguous
+// tensor of the broadcast shape and result dtype.
 template <typename MakeOp>
-at::Tensor binary_op_cpu(const at::Tensor& self_in, const at::Tensor& other_in, const char* name,
-                         MakeOp make_op) {
-  const bool per_feature = check_binary_args(self_in, other_in, name);
-  at::Tensor out =
-      at::empty(self_in.sizes(), self_in.options().memory_format(at::MemoryFormat::Contiguous));
-  if (self_in.numel() == 0) return out;
-  const at::Tensor self = self_in.contiguous();
-  const at::Tensor other = other_in.contiguous();
-  CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "binary_op_cpu", [&] {
-    const auto op = make_op(scalar_t{});
-    if (per_feature) {
-      rowvec_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr(),
-                           other.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
-                           num_rows(self), num_cols(self), op);
-    } else {
-      flat_cpu<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
-                         out.data_ptr<scalar_t>(), self.numel(), op);
+at::Tensor run_binary_cpu(const BinaryPlan& plan, const char* name, MakeOp make_op) {
+  at::Tensor out = at::empty(plan.shape, at::TensorOptions().dtype(plan.dtype).device(plan.device));
+  if (plan.path == BinaryPath::kEmpty) return out;
+  const at::Tensor& a = plan.self.tensor;
+  const at::Tensor& b = plan.other.tensor;
+  CUDASTEPS_BINARY_TYPES(plan.dtype, "binary_cpu", [&] {
+    using Acc = at::opmath_type<scalar_t>;
+    const auto op = make_op(Acc{});
+    scalar_t* o = out.data_ptr<scalar_t>();
+    switch (plan.path) {
+      case BinaryPath::kFlat:
+        flat_cpu<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), o, plan.numel, op);
+        return;
+      case BinaryPath::kFlatValue:
+        if (plan.other.is_value()) {
+          flat_value_cpu<scalar_t>(a.const_data_ptr<scalar_t>(), o, plan.numel,
+                                   ValueRightOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.other.value)});
+        } else {
+          flat_value_cpu<scalar_t>(b.const_data_ptr<scalar_t>(), o, plan.numel,
+                                   ValueLeftOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.self.value)});
+        }
+        return;
+      case BinaryPath::kRowVec:
+        rowvec_cpu<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr(), false, o, plan.rows,
+                             plan.cols, op);
+        return;
+      case BinaryPath::kVecRow:
+        rowvec_cpu<scalar_t>(b.const_data_ptr<scalar_t>(), a.const_data_ptr(), false, o, plan.rows,
+                             plan.cols, SwappedOp<decltype(op)>{op});
+        return;
+      case BinaryPath::kStrided:
+        if (plan.other.is_value()) {
+          strided_cpu<scalar_t>(
+              a, a, o, ValueRightOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.other.value)}, name);
+        } else if (plan.self.is_value()) {
+          strided_cpu<scalar_t>(
+              b, b, o, ValueLeftOp<decltype(op), Acc>{op, scalar_to<Acc>(plan.self.value)}, name);
+        } else {
+          strided_cpu<scalar_t>(a, b, o, op, name);
+        }
+        return;
+      case BinaryPath::kEmpty: return;
     }
   });
   return out;
 }
 
-at::Tensor add_cpu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return binary_op_cpu(self, other, "add", [&](auto t) {
-    using Acc = at::opmath_type<decltype(t)>;
-    return AddOp<Acc>{alpha.to<Acc>()};
+at::Tensor add_plan_cpu(const BinaryPlan& plan, const at::Scalar& alpha) {
+  check_alpha(alpha, plan.dtype, "add");
+  return run_binary_cpu(plan, "add", [&](auto acc) {
+    using Acc = decltype(acc);
+    return AddOp<Acc>{scalar_to<Acc>(alpha)};
   });
 }
 
+at::Tensor add_cpu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return add_plan_cpu(plan_binary(self, other, "add"), alpha);
+}
+
+at::Tensor add_scalar_cpu(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  return add_plan_cpu(plan_binary(self, other, "add"), alpha);
+}
+
 at::Tensor mul_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return binary_op_cpu(self, other, "mul", [](auto) { return MulOp{}; });
+  return run_binary_cpu(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
+}
+
+at::Tensor mul_scalar_cpu(const at::Tensor& self, const at::Scalar& other) {
+  return run_binary_cpu(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
 }
 
 at::Tensor sum_leading_cpu(const at::Tensor& self_in, const c10::optional<at::Tensor>& other_in,
@@ -225,7 +323,9 @@ TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("bias_act", &elementwise::bias_act_cpu);
   m.impl("bias_act_backward", &elementwise::bias_act_backward_cpu);
   m.impl("add", &elementwise::add_cpu);
+  m.impl("add.Scalar", &elementwise::add_scalar_cpu);
   m.impl("mul", &elementwise::mul_cpu);
+  m.impl("mul.Scalar", &elementwise::mul_scalar_cpu);
   m.impl("sum_leading", &elementwise::sum_leading_cpu);
 }
 

@@ -1,7 +1,11 @@
 // CUDA elementwise kernels: bias_act (+ fused backward), add, mul, sum_leading, and the bias_act
 // ladder.
 //
-// Two kernel shapes serve every op (inputs are made contiguous first; outputs are contiguous):
+// add/mul follow the plan of binary.h (broadcasting, type promotion, host values); their dense
+// cases take the two kernel shapes below, the rest a strided kernel (strided_binary_kernel: one
+// output element per thread, offsets from merged dims with 0 strides on broadcast dims, 32-bit
+// index math when it fits). bias_act and sum_leading make their inputs contiguous first. Outputs
+// are contiguous. The two kernel shapes:
 //
 // * flat_kernel: out[i] = op(a[i], b[i]) (or op(a[i], 0)) over the whole tensor, for same-shape
 //   add/mul and bias-free activations. One 16-byte vector per thread per tile of kFlatThreads
@@ -31,10 +35,14 @@
 #include <torch/library.h>
 
 #include <climits>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/launch.cuh"
+#include "common/strided.h"
 #include "common/vec.cuh"
+#include "elementwise/binary.h"
 #include "elementwise/elementwise.h"
 
 namespace cudasteps {
@@ -151,16 +159,17 @@ struct RowGrid {
 };
 
 // col_tiles blocks across the columns; across the rows, one block per chunk of
-// kRowUnroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
+// row_unroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
 template <typename Kernel>
-RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op) {
+RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op,
+                 int row_unroll = kRowUnroll) {
   RowGrid g;
   g.col_threads = pick_col_threads(rows, cols, vec);
   const int row_threads = kThreads / g.col_threads;
   const int64_t col_tiles = ceil_div<int64_t>(cols, int64_t(g.col_threads) * vec);
   CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have at most ",
                   int64_t(INT_MAX) * g.col_threads * vec, " columns, got ", cols);
-  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * kRowUnroll);
+  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * row_unroll);
   int64_t grid_y = row_chunks;
   if (!one_shot) {
     // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
@@ -225,15 +234,33 @@ void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t r
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Register budget of the backward. Uncapped, ptxas gave the fp16/bf16 gelu backward 99 registers:
+// 2 blocks (512 threads) per SM, too few warps to hide the erf/exp latency between loads, and the
+// bf16 fwd+bwd moved data at 76% of copy bandwidth on the H100. Capped at 64 registers (4 blocks
+// per SM) with 4 rows in flight it spilled (ptxas -v: up to 172 bytes); with 2 rows in flight for
+// 2-byte types (16-byte vectors of 8 elements: 2 x 2 x 16 bytes of loads per thread) it fits
+// spill-free, and the SM holds as many bytes in flight as before (twice the threads, half each).
+// fp32 keeps 4 rows in flight at 3 blocks per SM (at most 85 registers; it needs 80, while 64
+// spilled its gelu and no bound at all let ptxas take 94, 2 blocks). fp64 is uncapped.
+template <typename T>
+constexpr int grad_row_unroll() {
+  return sizeof(T) == 2 ? 2 : kRowUnroll;
+}
+template <typename T>
+constexpr int grad_min_blocks() {
+  return sizeof(T) == 2 ? 4 : sizeof(T) == 4 ? 3 : 1;
+}
+
 // d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
 // the block's sum of d over its rows (every column of the block's tile, every blockIdx.y).
 template <typename T, int VEC, bool kHasA, bool kWriteOut, typename Op>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
     rowgrad_kernel(const T* __restrict__ g, const T* __restrict__ a, const void* __restrict__ v,
                    bool v_is_float, T* __restrict__ out, at::opmath_type<T>* __restrict__ partials,
                    int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
   using Acc = at::opmath_type<T>;
+  constexpr int kUnroll = grad_row_unroll<T>();
   __shared__ Acc column_sums[kThreads * VEC];
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
@@ -246,22 +273,22 @@ __global__ void __launch_bounds__(kThreads)
   if (active) {
     Acc vv[VEC];
     load_feature<T, VEC>(v, v_is_float, c0, vv);
-    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+    const int64_t chunk_rows = int64_t(row_threads) * kUnroll;
     for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
          base += int64_t(gridDim.y) * chunk_rows) {
-      // 2 x kRowUnroll loads issued before the first use. Rows past the end (last chunk only)
+      // 2 x kUnroll loads issued before the first use. Rows past the end (last chunk only)
       // load the last row instead, so the loads need no predicate; their d is neither stored nor
       // summed.
-      V gin[kRowUnroll];
-      [[maybe_unused]] V ain[kRowUnroll];
+      V gin[kUnroll];
+      [[maybe_unused]] V ain[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
         gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
         if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
       }
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int64_t r = base + int64_t(u) * row_threads;
         const bool valid = r < rows;
         [[maybe_unused]] V o;
@@ -316,7 +343,7 @@ void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* o
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
                       (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
   auto run = [&](auto kernel, int vec) {
-    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
+    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name, grad_row_unroll<T>());
     at::Tensor partials =
         at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
     kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),
@@ -419,40 +446,142 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
   return {grad_x, grad_bias};
 }
 
+// ---- add / mul: the strided path ----------------------------------------------------------------
+
+// out[i] = op(a[off_a(i)], b[off_b(i)]) for the contiguous output index i, offsets from the merged
+// dims of p (strides 0 on broadcast dims). index_t is uint32_t when every index and offset fits,
+// which makes the per-element divisions several times cheaper than 64-bit ones.
+template <typename T, typename index_t, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    strided_binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                          int64_t numel, StridedPair p, Op op) {
+  using Acc = at::opmath_type<T>;
+  const index_t n = static_cast<index_t>(numel);
+  const index_t stride = static_cast<index_t>(gridDim.x) * kThreads;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    index_t rest = i, oa = 0, ob = 0;
+#pragma unroll 4
+    for (int d = p.ndim - 1; d >= 0; --d) {
+      const index_t size = static_cast<index_t>(p.sizes[d]);
+      const index_t idx = rest % size;
+      rest /= size;
+      oa += idx * static_cast<index_t>(p.out_strides[d]);
+      ob += idx * static_cast<index_t>(p.in_strides[d]);
+    }
+    out[i] = T(op(Acc(a[oa]), Acc(b[ob])));
+  }
+}
+
+// Largest element offset + 1 that a view of p's sizes and these strides reaches.
+inline int64_t span_of(const StridedPair& p, const int64_t* strides) {
+  int64_t span = 1;
+  for (int d = 0; d < p.ndim; ++d) span += (p.sizes[d] - 1) * strides[d];
+  return span;
+}
+
+template <typename T, typename Op>
+void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op,
+                           cudaStream_t stream, const char* name) {
+  // Views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
+  const StridedPair p = make_strided_pair(a_view, b_view, name);
+  const int64_t numel = a_view.numel();
+  const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(numel, kThreads), int64_t(sm_count()) * 64);
+  const bool small = numel <= INT32_MAX && span_of(p, p.out_strides) <= INT32_MAX &&
+                     span_of(p, p.in_strides) <= INT32_MAX;
+  const T* a = a_view.const_data_ptr<T>();
+  const T* b = b_view.const_data_ptr<T>();
+  if (small) {
+    strided_binary_kernel<T, uint32_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+  } else {
+    strided_binary_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Every dtype add/mul take: floating (fp32 math for half/bf16), integers and bool.
+#define CUDASTEPS_BINARY_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, TYPE, NAME, __VA_ARGS__)
+
+// Runs `op` (made for the math type Acc) on the plan's operands into a new contiguous tensor of
+// the broadcast shape and result dtype.
 template <typename MakeOp>
-at::Tensor binary_op_cuda(const at::Tensor& self_in, const at::Tensor& other_in, const char* name,
-                          MakeOp make_op) {
-  const bool per_feature = check_binary_args(self_in, other_in, name);
-  at::Tensor out =
-      at::empty(self_in.sizes(), self_in.options().memory_format(at::MemoryFormat::Contiguous));
-  if (self_in.numel() == 0) return out;
-  const c10::cuda::CUDAGuard guard(self_in.device());
+at::Tensor run_binary_cuda(const BinaryPlan& plan, const char* name, MakeOp make_op) {
+  at::Tensor out = at::empty(plan.shape, at::TensorOptions().dtype(plan.dtype).device(plan.device));
+  if (plan.path == BinaryPath::kEmpty) return out;
+  const c10::cuda::CUDAGuard guard(plan.device);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const at::Tensor self = self_in.contiguous();
-  const at::Tensor other = other_in.contiguous();
-  CUDASTEPS_FLOAT_TYPES(self.scalar_type(), "binary_op_cuda", [&] {
-    const auto op = make_op(scalar_t{});
-    if (per_feature) {
-      launch_rowvec<scalar_t>(self.const_data_ptr<scalar_t>(), other.const_data_ptr(),
-                              other.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
-                              num_rows(self), num_cols(self), op, stream, name);
-    } else {
-      launch_flat<scalar_t, true>(self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
-                                  out.data_ptr<scalar_t>(), self.numel(), op, stream);
+  const at::Tensor& a = plan.self.tensor;
+  const at::Tensor& b = plan.other.tensor;
+  CUDASTEPS_BINARY_TYPES(plan.dtype, "binary_cuda", [&] {
+    using Acc = at::opmath_type<scalar_t>;
+    const auto op = make_op(Acc{});
+    using BaseOp = std::decay_t<decltype(op)>;
+    scalar_t* o = out.data_ptr<scalar_t>();
+    switch (plan.path) {
+      case BinaryPath::kFlat:
+        launch_flat<scalar_t, true>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), o,
+                                    plan.numel, op, stream);
+        return;
+      case BinaryPath::kFlatValue:
+        if (plan.other.is_value()) {
+          launch_flat<scalar_t, false>(a.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
+                                       ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)},
+                                       stream);
+        } else {
+          launch_flat<scalar_t, false>(b.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
+                                       ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)},
+                                       stream);
+        }
+        return;
+      case BinaryPath::kRowVec:
+        launch_rowvec<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr(), false, o, plan.rows,
+                                plan.cols, op, stream, name);
+        return;
+      case BinaryPath::kVecRow:
+        launch_rowvec<scalar_t>(b.const_data_ptr<scalar_t>(), a.const_data_ptr(), false, o, plan.rows,
+                                plan.cols, SwappedOp<BaseOp>{op}, stream, name);
+        return;
+      case BinaryPath::kStrided:
+        // A host value with a strided tensor: the tensor stands in for both operands and the value
+        // goes in the functor (one kernel shape for all strided cases).
+        if (plan.other.is_value()) {
+          launch_strided_binary<scalar_t>(
+              a, a, o, ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)}, stream, name);
+        } else if (plan.self.is_value()) {
+          launch_strided_binary<scalar_t>(
+              b, b, o, ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)}, stream, name);
+        } else {
+          launch_strided_binary<scalar_t>(a, b, o, op, stream, name);
+        }
+        return;
+      case BinaryPath::kEmpty: return;
     }
   });
   return out;
 }
 
-at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return binary_op_cuda(self, other, "add", [&](auto t) {
-    using Acc = at::opmath_type<decltype(t)>;
-    return AddOp<Acc>{alpha.to<Acc>()};
+at::Tensor add_plan_cuda(const BinaryPlan& plan, const at::Scalar& alpha) {
+  check_alpha(alpha, plan.dtype, "add");
+  return run_binary_cuda(plan, "add", [&](auto acc) {
+    using Acc = decltype(acc);
+    return AddOp<Acc>{scalar_to<Acc>(alpha)};
   });
 }
 
+at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
+}
+
+at::Tensor add_scalar_cuda(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
+}
+
 at::Tensor mul_cuda(const at::Tensor& self, const at::Tensor& other) {
-  return binary_op_cuda(self, other, "mul", [](auto) { return MulOp{}; });
+  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
+}
+
+at::Tensor mul_scalar_cuda(const at::Tensor& self, const at::Scalar& other) {
+  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
 }
 
 at::Tensor sum_leading_cuda(const at::Tensor& self_in, const c10::optional<at::Tensor>& other_in,
@@ -560,7 +689,9 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("bias_act", &elementwise::bias_act_cuda);
   m.impl("bias_act_backward", &elementwise::bias_act_backward_cuda);
   m.impl("add", &elementwise::add_cuda);
+  m.impl("add.Scalar", &elementwise::add_scalar_cuda);
   m.impl("mul", &elementwise::mul_cuda);
+  m.impl("mul.Scalar", &elementwise::mul_scalar_cuda);
   m.impl("sum_leading", &elementwise::sum_leading_cuda);
   m.impl("ladder_bias_act", &elementwise::ladder_bias_act_cuda);
 }

@@ -226,10 +226,11 @@ struct TcOperand {
   bool k_major = true;
 };
 
-const c10::TypedOperatorHandle<void(const at::Tensor&, const at::Tensor&)>& copy_into_op() {
+// copy_(Tensor(a!) out, Tensor src): the mutated argument is a non-const reference in the schema.
+const c10::TypedOperatorHandle<void(at::Tensor&, const at::Tensor&)>& copy_into_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("cudasteps::copy_", "")
-                             .typed<void(const at::Tensor&, const at::Tensor&)>();
+                             .typed<void(at::Tensor&, const at::Tensor&)>();
   return op;
 }
 
@@ -270,7 +271,8 @@ TcOperand tc_aligned_copy(const at::Tensor& t, bool is_b, bool k_major) {
   const int64_t align = 16 / int64_t(t.element_size());
   const int64_t ld = std::max<int64_t>(ceil_div<int64_t>(cols, align) * align, align);
   at::Tensor buf = at::empty({rows, ld}, t.options());
-  copy_into_op().call(buf.narrow(1, 0, cols), src);
+  at::Tensor window = buf.narrow(1, 0, cols);
+  copy_into_op().call(window, src);
   TcOperand r;
   r.holder = buf;
   r.ptr = buf.const_data_ptr();
@@ -351,10 +353,10 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     CUDASTEPS_CHECK(tc_hopper_available(), "ladder_mm", tc_kernel_name(kernel),
                     " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
                     prop->major, ".", prop->minor);
-    // The wgmma kernels read K-major operands (TF32 wgmma has no other form; for 16-bit types it
-    // keeps one TMA/descriptor layout): others are transposed once by cudasteps::transpose.
-    if (!a.k_major) a = tc_k_major_copy(a_t, false);
-    if (!b.k_major) b = tc_k_major_copy(b_t, true);
+    // TF32 wgmma reads K-major operands only: others are transposed once by cudasteps::transpose.
+    // (bf16/fp16 are read in place either way.)
+    if (type == TcType::kTF32 && !a.k_major) a = tc_k_major_copy(a_t, false);
+    if (type == TcType::kTF32 && !b.k_major) b = tc_k_major_copy(b_t, true);
   }
   if (kernel != TcKernel::kMma) {
     if (!tc_operand_aligned(a, eb)) a = tc_aligned_copy(a_t, false, a.k_major);

@@ -11,24 +11,32 @@
 //                     address arithmetic or predication in the main loop, edges zero-filled by TMA.
 //   tc:ws_persistent  + warp specialization: a producer warpgroup (registers given back with
 //                     setmaxnreg) keeps the ring full while two consumer warpgroups (setmaxnreg up)
-//                     run wgmma; full/empty mbarriers instead of block-wide barriers; one block per
-//                     SM walking the output tiles in a grouped (L2-friendly) order, so the
-//                     prologue of one tile overlaps the epilogue of the last.
+//                     run wgmma; full/empty mbarriers instead of block-wide barriers, one k-tile
+//                     of wgmmas kept in flight while the previous stage is released; one block
+//                     per SM walking the output tiles in a grouped (L2-friendly) order, so the
+//                     loads of one tile overlap the epilogue of the last. Outputs too small to
+//                     fill the SMs are split along K (fp32 partials, added in a fixed order).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
-// swizzle row of K (64 bf16/fp16 or 32 tf32). Operands must be K-major (A row-major, B
-// column-major, as linear's x and weight are) and TMA-describable (16-byte aligned base and leading
-// dimension): tc_hopper_supports() says so, and the dispatcher transposes or repacks the rest.
+// swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
+// layout (the wgmma transpose bits; MN-major tiles are 64-element blocks of k-rows), TF32 ones
+// K-major only (A row-major, B column-major, as linear's x and weight are). Operands must be
+// TMA-describable (16-byte aligned base and leading dimension): tc_hopper_supports() says so,
+// and the dispatcher transposes or repacks the rest.
 //
 // Build: this file is compiled for sm_90a only (setup.py gives it -gencode=arch=compute_90a,
 // code=sm_90a when the arch list has 9.0, and defines CUDASTEPS_HOPPER_KERNELS); in a build
 // without 9.0 it compiles to stubs and tc_hopper_available() is false.
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/Exception.h>
 #include <cuda.h>
 
 #include <climits>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "common/launch.cuh"
 #include "gemm/tc_common.cuh"
@@ -58,8 +66,18 @@ struct HopperCfg {
   // As many stages as fit beside the barriers in 227 KiB: 4 for 128 x 256, 6 for 128 x 128.
   static constexpr int kStages = BN == 256 ? 4 : 6;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
+  // An MN-major operand tile is stored as 64-element MN blocks of BK k-rows of 128 bytes.
+  static constexpr int kBlockBytes = BK * 128;
+  // Offset of consumer warpgroup w's 64 rows of A: 64 K-major rows, or one MN-major block (the
+  // same 8 KiB either way).
+  static constexpr int kAHalfBytes = 64 * 128;
   // 1024 bytes of slack to align the ring to the 1024-byte swizzle atom, then the barriers.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+  // tc:ws_persistent stages its output through shared memory for TMA stores: per consumer
+  // warpgroup, kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring.
+  static constexpr int kStoreBoxes = 2;
+  static constexpr int kStoreBytes = 2 * kStoreBoxes * 64 * 128;
+  static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
 };
 
 // ---- PTX wrappers (sm_90a) ----
@@ -73,30 +91,47 @@ __device__ __forceinline__ void hopper_only() {
 #endif
 }
 
-// Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: rows of 128 bytes,
-// 8-row groups 1024 bytes apart (stride byte offset), leading byte offset unused for this swizzle.
-// Advancing the start address by 32 bytes steps one k16 (bf16/fp16) or k8 (tf32) slice.
-__device__ __forceinline__ uint64_t kmajor_sw128_desc(const void* tile) {
+// Shared-memory matrix descriptor of an operand tile in the 128-byte swizzle (TMA's
+// CU_TENSOR_MAP_SWIZZLE_128B; the 1024-byte atoms start 1024-byte aligned, so base offset 0):
+//   K-major:  rows of 128 bytes of K, 8-row groups 1024 bytes apart (stride byte offset); the
+//             leading byte offset is unused. One k16 (bf16/fp16) or k8 (tf32) slice is 32 bytes
+//             further along each row.
+//   MN-major: blocks of 64 MN-elements x BK k-rows, each k-row 128 bytes; 8-k-row groups 1024
+//             bytes apart (stride byte offset), 64-element MN blocks `block_bytes` apart (leading
+//             byte offset). One k16 slice is 16 rows = 2048 bytes further.
+template <bool KMajor>
+__device__ __forceinline__ uint64_t sw128_desc(const void* tile, uint32_t block_bytes) {
   const uint64_t addr = smem_u32(tile);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
+  const uint64_t lbo = KMajor ? 1 : (block_bytes >> 4);
+  return ((addr & 0x3FFFF) >> 4) | (lbo << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-// One k-tile (128 bytes of K) of this warpgroup's 64 x BN block: kKSteps wgmmas, each 32 bytes of K.
-template <TcType T, int BN>
+// Descriptor advance (in 16-byte units) from one MMA k-slice to the next.
+template <bool KMajor, int kMmaK>
+constexpr uint64_t desc_k_step() {
+  return KMajor ? (32 >> 4) : (kMmaK * 128) >> 4;
+}
+
+// One k-tile (128 bytes of K per row) of this warpgroup's 64 x BN block: kKSteps wgmmas.
+// a_tile: this warpgroup's 64 rows of A; b_tile: all BN columns of B.
+template <TcType T, int BN, bool AK, bool BKm>
 __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* a_tile,
                                              const uint8_t* b_tile) {
 #ifdef CUDASTEPS_SM90A_DEVICE
-  const uint64_t da = kmajor_sw128_desc(a_tile), db = kmajor_sw128_desc(b_tile);
+  using Cfg = HopperCfg<T, BN>;
+  const uint64_t da = sw128_desc<AK>(a_tile, Cfg::kBlockBytes);
+  const uint64_t db = sw128_desc<BKm>(b_tile, Cfg::kBlockBytes);
+  constexpr int ta = AK ? 0 : 1, tb = BKm ? 0 : 1;
 #pragma unroll
-  for (int s = 0; s < HopperCfg<T, BN>::kKSteps; ++s) {
-    const uint64_t step = uint64_t(s) * (32 >> 4);
-    if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16(d, da + step, db + step);
-    if constexpr (T == TcType::kBF16 && BN == 128) wgmma_m64n128k16_bf16(d, da + step, db + step);
-    if constexpr (T == TcType::kFP16 && BN == 256) wgmma_m64n256k16_fp16(d, da + step, db + step);
-    if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16(d, da + step, db + step);
-    if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, da + step, db + step);
-    if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, da + step, db + step);
+  for (int s = 0; s < Cfg::kKSteps; ++s) {
+    const uint64_t sa = da + s * desc_k_step<AK, Cfg::kMmaK>();
+    const uint64_t sb = db + s * desc_k_step<BKm, Cfg::kMmaK>();
+    if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kBF16 && BN == 128) wgmma_m64n128k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 256) wgmma_m64n256k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
   }
 #else
   (void)d, (void)a_tile, (void)b_tile;
@@ -196,6 +231,44 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 #endif
 }
 
+// One box of shared memory (written in the 128-byte swizzle) to a 2-D tensor map at (col, row);
+// the parts of the box outside the tensor are not written. Completion is tracked per thread with
+// bulk groups (commit, then wait until the shared memory has been read).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int col,
+                                             int row) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+      "r"(smem_u32(src)), "r"(col), "r"(row)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void bulk_commit() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until this thread's committed bulk stores have finished reading shared memory.
+__device__ __forceinline__ void bulk_wait_read() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+
+// Waits until this thread's committed bulk stores are complete.
+__device__ __forceinline__ void bulk_wait() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// A barrier of one warpgroup (128 threads) on hardware barrier `id` (0 is __syncthreads's).
+__device__ __forceinline__ void warpgroup_barrier(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
 __device__ __forceinline__ uint8_t* align_1024(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
 }
@@ -215,6 +288,57 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
   }
 }
 
+// The same outputs through shared memory and TMA stores: each round converts the accumulators of
+// kStoreBoxes boxes (64 rows x 128 bytes of columns) into `staging` in the 128-byte swizzle (the
+// 8 rows a warp writes at once land in 8 different 16-byte bank groups: no conflicts), then one
+// thread stores the boxes with the TMA, which clips them at the matrix edge. The stores run on
+// while the warpgroup starts its next tile; only their reads of `staging` are waited for.
+template <TcType T, int BN>
+__device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
+                                                       const CUtensorMap* map_out,
+                                                       const float (&d)[BN / 2], int64_t m0,
+                                                       int64_t n0, uint8_t* staging, int bar_id) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
+  constexpr int kRoundCols = kBoxes * kBoxCols;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+#pragma unroll
+  for (int round = 0; round < BN / kRoundCols; ++round) {
+#pragma unroll
+    for (int j = round * kRoundCols / 8; j < (round + 1) * kRoundCols / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;       // row in the warpgroup's 64
+        const int c = 8 * j + 2 * (lane % 4);              // column in the tile
+        const int64_t m = m0 + r, n = n0 + c;
+        const float v0 = (m < ep.M && n < ep.N) ? ep.value(m, n, d[4 * j + 2 * h]) : 0.f;
+        const float v1 = (m < ep.M && n + 1 < ep.N) ? ep.value(m, n + 1, d[4 * j + 2 * h + 1]) : 0.f;
+        const int box = (c % kRoundCols) / kBoxCols;
+        const int byte = (c % kBoxCols) * int(sizeof(E));
+        uint8_t* dst = staging + box * (64 * 128) + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+        if constexpr (T == TcType::kTF32) {
+          *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(dst) = tc::Elem<T>::pack2(v0, v1);
+        }
+      }
+    }
+    fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
+    warpgroup_barrier(bar_id);
+    if (t == 0) {
+#pragma unroll
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_store_2d(map_out, staging + box * (64 * 128), int(n0) + round * kRoundCols + box * kBoxCols,
+                     int(m0));
+      }
+      bulk_commit();
+      bulk_wait_read();
+    }
+    warpgroup_barrier(bar_id);  // staging may be rewritten
+  }
+}
+
 template <int N>
 __device__ __forceinline__ void zero(float (&d)[N]) {
 #pragma unroll
@@ -228,35 +352,71 @@ struct HopperParams {
   int64_t M, N, K;
   int k_tiles;
   TileRaster raster;
+  // Split-K (tc:ws_persistent): each tile's k-tiles are cut into `splits` ranges of
+  // `k_tiles_per_split`; with splits > 1 every range writes its fp32 sums to
+  // partial[split][M][N] and splitk_reduce_kernel adds them in a fixed order (deterministic).
+  int splits;
+  int k_tiles_per_split;
+  float* partial;
+  // The output is TMA-describable (16-byte aligned rows): staged TMA stores, else direct stores.
+  bool tma_store;
 };
 
-// ---- tc:wgmma: cp.async ring, every thread loads ----
+// ---- operand tiles: TMA boxes and cp.async chunks in the 128-byte swizzle ----
 
-// Tile rows [row0, row0 + rows) x k-tile kt of a K-major operand into a 128-byte-swizzled stage:
-// 16-byte chunk c of row r lands at chunk c ^ (r % 8) of that row, the layout TMA's 128-byte
-// swizzle writes and the wgmma descriptor reads (8 rows of one chunk column hit 8 different
-// 16-byte bank groups, so neither the stores nor the tensor core's reads conflict).
-template <int Rows, int kElemBytes>
-__device__ __forceinline__ void cp_async_tile(uint8_t* stage, const uint8_t* src, int64_t ld,
-                                              int64_t row0, int64_t rows_total, int64_t k0,
-                                              int64_t K) {
-  constexpr int kChunks = Rows * 8;
-  constexpr int kElemsPerChunk = 16 / kElemBytes;
-  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
-    const int r = i / 8, c = i % 8;
-    const int64_t row = row0 + r, k = k0 + int64_t(c) * kElemsPerChunk;
-    int bytes = 0;
-    const uint8_t* g = src;
-    if (row < rows_total && k < K) {
-      const int64_t left = (K - k) * kElemBytes;
-      bytes = left >= 16 ? 16 : int(left);
-      g = src + (row * ld + k) * kElemBytes;
+// TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
+// K-major: one box of BK x Rows. MN-major: Rows / 64 boxes of 64 (MN) x BK, one block each.
+template <bool KMajor, int Rows, int BK>
+__device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
+                                         int mn0, int kt) {
+  if constexpr (KMajor) {
+    tma_load_2d(dst, map, bar, kt * BK, mn0);
+  } else {
+#pragma unroll
+    for (int blk = 0; blk < Rows / 64; ++blk) {
+      tma_load_2d(dst + blk * BK * 128, map, bar, mn0 + blk * 64, kt * BK);
     }
-    tc::cp_async_16_bytes(stage + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
   }
 }
 
-template <TcType T, int BN>
+// cp.async (tc:wgmma): the same tile and layout as tma_tile writes, by every thread of the block.
+// 16-byte chunk c of a 128-byte row r lands at chunk c ^ (r % 8): 8 consecutive rows of one chunk
+// column hit 8 different 16-byte bank groups, so neither the stores nor the tensor cores' reads
+// conflict. Chunks past the matrix edge are zero-filled (cp_async_16_bytes), as TMA does.
+template <bool KMajor, int Rows, int BK, int kElemBytes>
+__device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, int64_t ld,
+                                              int64_t mn0, int64_t mn_total, int64_t k0,
+                                              int64_t K) {
+  static_assert(KMajor || BK * kElemBytes == 128, "MN-major tiles are 64-element blocks of BK rows");
+  constexpr int kElemsPerChunk = 16 / kElemBytes;
+  // K-major: Rows rows (mn) of 8 chunks along k. MN-major: Rows / 64 blocks of BK rows (k) of 8
+  // chunks along mn.
+  constexpr int kChunks = Rows * 8;
+  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
+    int r, c, blk;
+    int64_t row_mn, k, left;
+    if constexpr (KMajor) {
+      r = i / 8, c = i % 8, blk = 0;
+      row_mn = mn0 + r;
+      k = k0 + int64_t(c) * kElemsPerChunk;
+      left = row_mn < mn_total ? (K - k) * kElemBytes : 0;
+    } else {
+      blk = i / (BK * 8), r = (i / 8) % BK, c = i % 8;
+      row_mn = mn0 + blk * 64 + int64_t(c) * kElemsPerChunk;
+      k = k0 + r;
+      left = k < K ? (mn_total - row_mn) * kElemBytes : 0;
+    }
+    const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : int(left));
+    const uint8_t* g = bytes == 0 ? src
+                       : KMajor   ? src + (row_mn * ld + k) * kElemBytes
+                                  : src + (k * ld + row_mn) * kElemBytes;
+    tc::cp_async_16_bytes(dst + blk * BK * 128 + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
+  }
+}
+
+// ---- tc:wgmma: cp.async ring, every thread loads ----
+
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(256, 1)
     wgmma_cp_async_kernel(const HopperParams p, const Epilogue<T> ep) {
   using Cfg = HopperCfg<T, BN>;
@@ -270,8 +430,9 @@ __global__ void __launch_bounds__(256, 1)
   auto load = [&](int kt) {
     uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
     const int64_t k0 = int64_t(kt) * Cfg::BK;
-    cp_async_tile<Cfg::BM, Cfg::kElemBytes>(stage, p.a, p.lda, m0, p.M, k0, p.K);
-    cp_async_tile<BN, Cfg::kElemBytes>(stage + Cfg::kABytes, p.b, p.ldb, n0, p.N, k0, p.K);
+    cp_async_tile<AK, Cfg::BM, Cfg::BK, Cfg::kElemBytes>(stage, p.a, p.lda, m0, p.M, k0, p.K);
+    cp_async_tile<BKm, BN, Cfg::BK, Cfg::kElemBytes>(stage + Cfg::kABytes, p.b, p.ldb, n0, p.N, k0,
+                                                     p.K);
   };
   for (int s = 0; s < Cfg::kStages - 1; ++s) {
     if (s < p.k_tiles) load(s);
@@ -286,8 +447,9 @@ __global__ void __launch_bounds__(256, 1)
     if (kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
     tc::cp_async_commit();
     const uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
+    keep_live(d);
     wgmma_fence();
-    wgmma_k_tile<T, BN>(d, stage + wg * 64 * 128, stage + Cfg::kABytes);
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
     wgmma_commit();
     wgmma_wait<0>();
     keep_live(d);
@@ -297,7 +459,7 @@ __global__ void __launch_bounds__(256, 1)
 
 // ---- tc:wgmma_tma: TMA into the ring, one thread issues, block barrier to recycle a stage ----
 
-template <TcType T, int BN>
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(256, 1)
     wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a,
                      const __grid_constant__ CUtensorMap map_b, const HopperParams p,
@@ -319,8 +481,8 @@ __global__ void __launch_bounds__(256, 1)
     const int s = kt % Cfg::kStages;
     uint8_t* stage = ring + s * Cfg::kStageBytes;
     mbar_arrive_expect_tx(&full[s], Cfg::kStageBytes);
-    tma_load_2d(stage, &map_a, &full[s], kt * Cfg::BK, m0);
-    tma_load_2d(stage + Cfg::kABytes, &map_b, &full[s], kt * Cfg::BK, n0);
+    tma_tile<AK, Cfg::BM, Cfg::BK>(stage, &map_a, &full[s], m0, kt);
+    tma_tile<BKm, BN, Cfg::BK>(stage + Cfg::kABytes, &map_b, &full[s], n0, kt);
   };
   if (threadIdx.x == 0) {
     for (int kt = 0; kt < Cfg::kStages - 1 && kt < p.k_tiles; ++kt) load(kt);
@@ -331,12 +493,13 @@ __global__ void __launch_bounds__(256, 1)
     const int s = kt % Cfg::kStages;
     mbar_wait(&full[s], (kt / Cfg::kStages) & 1);
     const uint8_t* stage = ring + s * Cfg::kStageBytes;
+    keep_live(d);
     wgmma_fence();
-    wgmma_k_tile<T, BN>(d, stage + wg * 64 * 128, stage + Cfg::kABytes);
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
     wgmma_commit();
     wgmma_wait<0>();
     keep_live(d);
-    __syncthreads();  // both warpgroups are done with stage kt, which the next load refills
+    __syncthreads();  // both warpgroups are done with stage kt - 1, which the next load refills
     if (threadIdx.x == 0 && kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
   }
   store_accumulators<T, BN>(ep, d, int64_t(m0) + wg * 64, n0);
@@ -344,26 +507,48 @@ __global__ void __launch_bounds__(256, 1)
 
 // ---- tc:ws_persistent: producer warpgroup + 2 consumer warpgroups, persistent tiles ----
 
-template <TcType T, int BN>
+// Split-K partial sums of a consumer warpgroup's 64 x BN block, fp32, bounds-checked.
+template <int BN>
+__device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t N,
+                                              const float (&d)[BN / 2], int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int64_t row = m0 + warp * 16 + lane / 4;
+  const int64_t col = n0 + 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t m = row + 8 * h, n = col + 8 * j;
+      if (m >= M) continue;
+      if (n < N) partial[m * N + n] = d[4 * j + 2 * h];
+      if (n + 1 < N) partial[m * N + n + 1] = d[4 * j + 2 * h + 1];
+    }
+  }
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
-                    const __grid_constant__ CUtensorMap map_b, const HopperParams p,
+                    const __grid_constant__ CUtensorMap map_b,
+                    const __grid_constant__ CUtensorMap map_out, const HopperParams p,
                     const Epilogue<T> ep) {
   using Cfg = HopperCfg<T, BN>;
   constexpr int S = Cfg::kStages;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + S * Cfg::kStageBytes);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
   uint64_t* empty = full + S;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbar_init(&full[s], 1);      // the producer's arrive (plus the TMA bytes)
-      mbar_init(&empty[s], 256);   // every consumer thread, once it is done reading the stage
+      mbar_init(&full[s], 1);     // the producer's arrive (plus the TMA bytes)
+      mbar_init(&empty[s], 256);  // every consumer thread, once its wgmmas have read the stage
     }
     fence_barrier_init();
   }
   __syncthreads();
-  const int tiles = p.raster.count();
+  // Work units: (tile, k range); consecutive units are the k ranges of one tile.
+  const int units = p.raster.count() * p.splits;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
@@ -372,15 +557,17 @@ __global__ void __launch_bounds__(384, 1)
 #endif
     if (threadIdx.x == 0) {
       int stage = 0, phase = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
         int tm, tn;
-        p.raster.coords(tile, tm, tn);
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
+        p.raster.coords(unit / p.splits, tm, tn);
+        const int kb = (unit % p.splits) * p.k_tiles_per_split;
+        const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
+        for (int kt = kb; kt < ke; ++kt) {
           mbar_wait(&empty[stage], phase ^ 1);
           uint8_t* dst = ring + stage * Cfg::kStageBytes;
           mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-          tma_load_2d(dst, &map_a, &full[stage], kt * Cfg::BK, tm * Cfg::BM);
-          tma_load_2d(dst + Cfg::kABytes, &map_b, &full[stage], kt * Cfg::BK, tn * BN);
+          tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
+          tma_tile<BKm, BN, Cfg::BK>(dst + Cfg::kABytes, &map_b, &full[stage], tn * BN, kt);
           if (++stage == S) stage = 0, phase ^= 1;
         }
       }
@@ -392,23 +579,56 @@ __global__ void __launch_bounds__(384, 1)
     const int cwg = wg - 1;  // which 64-row half of the tile
     int stage = 0, phase = 0;
     float d[Cfg::kAccs];
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
       int tm, tn;
-      p.raster.coords(tile, tm, tn);
+      p.raster.coords(unit / p.splits, tm, tn);
+      const int split = unit % p.splits;
+      const int kb = split * p.k_tiles_per_split;
+      const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
       zero(d);
-      for (int kt = 0; kt < p.k_tiles; ++kt) {
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
         mbar_wait(&full[stage], phase);
         const uint8_t* src = ring + stage * Cfg::kStageBytes;
-        wgmma_fence();
-        wgmma_k_tile<T, BN>(d, src + cwg * 64 * 128, src + Cfg::kABytes);
-        wgmma_commit();
-        wgmma_wait<0>();
         keep_live(d);
-        mbar_arrive(&empty[stage]);
+        wgmma_fence();
+        wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
+        wgmma_commit();
+        // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
+        // the tensor cores never wait for the release round trip.
+        wgmma_wait<1>();
+        keep_live(d);
+        if (prev >= 0) mbar_arrive(&empty[prev]);
+        prev = stage;
         if (++stage == S) stage = 0, phase ^= 1;
       }
-      store_accumulators<T, BN>(ep, d, int64_t(tm) * Cfg::BM + cwg * 64, int64_t(tn) * BN);
+      wgmma_wait<0>();
+      keep_live(d);
+      if (prev >= 0) mbar_arrive(&empty[prev]);
+      const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
+      if (p.splits == 1 && p.tma_store) {
+        store_accumulators_tma<T, BN>(ep, &map_out, d, m0, n0,
+                                      staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
+      } else if (p.splits == 1) {
+        store_accumulators<T, BN>(ep, d, m0, n0);
+      } else {
+        store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
+      }
     }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
+  }
+}
+
+// out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
+template <TcType T>
+__global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
+                                     const Epilogue<T> ep) {
+  const int64_t total = ep.M * ep.N;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < splits; ++s) sum += partial[int64_t(s) * total + i];
+    ep.store_one(i / ep.N, i % ep.N, sum);
   }
 }
 
@@ -438,31 +658,79 @@ EncodeTiledFn encode_tiled() {
   return fn;
 }
 
-// A K-major operand (rows x K, element (r, k) at base[r * ld + k]) as a 2-D tensor map whose box
-// is one stage tile: BK elements of K (128 bytes, swizzled) by box_rows rows.
-CUtensorMap kmajor_tensor_map(const void* base, int64_t rows, int64_t K, int64_t ld, TcType type,
-                              int box_rows) {
+// An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
+// (r, k) at base[r * ld + k]) boxes of BK x box_rows; MN-major (element (r, k) at base[k * ld + r])
+// boxes of 64 x BK. Out-of-bounds box elements arrive as zeros.
+CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int64_t K, int64_t ld,
+                               TcType type, int box_rows) {
   const int eb = tc_elem_bytes(type);
+  const int bk = 128 / eb;
   const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                     : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t dims[2] = {cuuint64_t(k_major ? K : rows), cuuint64_t(k_major ? rows : K)};
   const cuuint64_t strides[1] = {cuuint64_t(ld) * eb};
-  const cuuint32_t box[2] = {cuuint32_t(128 / eb), cuuint32_t(box_rows)};
+  const cuuint32_t box[2] = {cuuint32_t(k_major ? bk : 64), cuuint32_t(k_major ? box_rows : bk)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = encode_tiled()(&map, dtype, 2, const_cast<void*>(base), dims, strides, box,
                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "cudasteps.mm: cuTensorMapEncodeTiled failed (error ", int(r),
-              ") for a [", rows, ", ", K, "] operand with leading dimension ", ld);
+              ") for a ", rows, " x ", K, (k_major ? " K-major" : " MN-major"),
+              " operand with leading dimension ", ld);
   return map;
+}
+
+// The output (row-major M x N, leading dimension ldo) as the TMA stores of tc:ws_persistent see
+// it: boxes of 64 rows x 128 bytes, written from the 128-byte-swizzled staging buffer.
+CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcType type) {
+  const int eb = tc_elem_bytes(type);
+  const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                    : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(N), cuuint64_t(M)};
+  const cuuint64_t strides[1] = {cuuint64_t(ldo) * eb};
+  const cuuint32_t box[2] = {cuuint32_t(128 / eb), 64};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, dtype, 2, out, dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(r == CUDA_SUCCESS, "cudasteps.mm: cuTensorMapEncodeTiled failed (error ", int(r),
+              ") for the ", M, " x ", N, " output");
+  return map;
+}
+
+// cudaFuncSetAttribute once per kernel and device (it costs host time on every call otherwise).
+template <typename Kernel>
+void allow_smem(Kernel kernel, int bytes) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;  // (kernel, device)
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
+                                        int(c10::cuda::current_device())};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count(key)) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.insert(key);
 }
 
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
 
-template <TcType T, int BN>
+// Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
+// at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
+constexpr int kSplitMinKTiles = 8;
+constexpr int kSplitMax = 16;
+
+int choose_splits(int tiles, int k_tiles, int sms) {
+  if (tiles * 2 > sms) return 1;
+  const int want = std::min(sms / tiles, kSplitMax);
+  return std::max(1, std::min(want, k_tiles / kSplitMinKTiles));
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BN>;
   HopperParams p;
@@ -475,56 +743,94 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.K = pr.K;
   p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
   const int64_t tiles_m = ceil_div<int64_t>(pr.M, Cfg::BM), tiles_n = ceil_div<int64_t>(pr.N, BN);
-  TORCH_CHECK(tiles_m * tiles_n <= INT_MAX, "cudasteps.mm: the output [", pr.M, ", ", pr.N,
-              "] has more than 2^31 - 1 tiles of ", Cfg::BM, " x ", BN);
+  TORCH_CHECK(tiles_m * tiles_n <= INT_MAX / kSplitMax, "cudasteps.mm: the output [", pr.M, ", ",
+              pr.N, "] has too many tiles of ", Cfg::BM, " x ", BN);
   p.raster.tiles_m = int(tiles_m);
   p.raster.tiles_n = int(tiles_n);
   p.raster.group = 8;
+  p.splits = 1;
+  p.k_tiles_per_split = p.k_tiles;
+  p.partial = nullptr;
+  p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   const int tiles = p.raster.count();
   if (which == HopperKernel::kCpAsync) {
-    auto kernel = wgmma_cp_async_kernel<T, BN>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
+    auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
+    allow_smem(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  const CUtensorMap map_a = kmajor_tensor_map(pr.a, pr.M, pr.K, pr.lda, T, Cfg::BM);
-  const CUtensorMap map_b = kmajor_tensor_map(pr.b, pr.N, pr.K, pr.ldb, T, BN);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
+  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
   if (which == HopperKernel::kTma) {
-    auto kernel = wgmma_tma_kernel<T, BN>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
+    auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
+    allow_smem(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  auto kernel = wgmma_ws_kernel<T, BN>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      Cfg::kSmemBytes));
-  const int grid = std::min(tiles, sm_count());  // persistent: one block per SM
-  kernel<<<grid, 384, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
+  const int sms = sm_count();
+  p.splits = choose_splits(tiles, p.k_tiles, sms);
+  at::Tensor partial;
+  if (p.splits > 1) {
+    p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
+    p.splits = ceil_div(p.k_tiles, p.k_tiles_per_split);  // no empty range
+    partial = at::empty({p.splits, pr.M, pr.N},
+                        at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, c10::cuda::current_device()));
+    p.partial = partial.data_ptr<float>();
+  }
+  // Without TMA stores the output map is never read; the operand map stands in for it.
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
+  auto kernel = wgmma_ws_kernel<T, BN, AK, BKm>;
+  allow_smem(kernel, Cfg::kWsSmemBytes);
+  const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
+  kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (p.splits > 1) {
+    constexpr int kThreads = 256;
+    auto reduce = splitk_reduce_kernel<T>;
+    const int64_t blocks = persistent_grid(reduce, kThreads, pr.M * pr.N, kThreads);
+    reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
 }
 
 // 128 x 256 tiles when they still give every SM a tile, else 128 x 128 (twice the tiles).
-template <TcType T>
-void launch_any_bn(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+template <TcType T, bool AK, bool BKm>
+void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   const int64_t wide_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 256);
   if (wide_tiles >= sm_count()) {
-    launch_typed<T, 256>(p, which, stream);
+    launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
-    launch_typed<T, 128>(p, which, stream);
+    launch_typed<T, 128, AK, BKm>(p, which, stream);
+  }
+}
+
+template <TcType T>
+void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+  if constexpr (T == TcType::kTF32) {
+    launch_layout<T, true, true>(p, which, stream);  // tc_hopper_supports: K-major only
+  } else if (p.a_kmajor) {
+    if (p.b_kmajor) {
+      launch_layout<T, true, true>(p, which, stream);
+    } else {
+      launch_layout<T, true, false>(p, which, stream);
+    }
+  } else if (p.b_kmajor) {
+    launch_layout<T, false, true>(p, which, stream);
+  } else {
+    launch_layout<T, false, false>(p, which, stream);
   }
 }
 
 void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
   switch (p.type) {
-    case TcType::kBF16: return launch_any_bn<TcType::kBF16>(p, which, stream);
-    case TcType::kFP16: return launch_any_bn<TcType::kFP16>(p, which, stream);
-    default: return launch_any_bn<TcType::kTF32>(p, which, stream);
+    case TcType::kBF16: return launch_type<TcType::kBF16>(p, which, stream);
+    case TcType::kFP16: return launch_type<TcType::kFP16>(p, which, stream);
+    default: return launch_type<TcType::kTF32>(p, which, stream);
   }
 }
 
@@ -540,9 +846,10 @@ bool tc_hopper_available() {
 }
 
 bool tc_hopper_supports(const TcProblem& p) {
-  // TMA coordinates are 32-bit; K-major operands only (see the file comment).
-  return tc_hopper_available() && tc_operands_16b_aligned(p) && p.a_kmajor && p.b_kmajor &&
-         p.M < INT_MAX && p.N < INT_MAX && p.K < INT_MAX;
+  // TMA coordinates are 32-bit; TF32 wgmma reads K-major operands only.
+  const bool layouts_ok = p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor);
+  return tc_hopper_available() && tc_operands_16b_aligned(p) && layouts_ok && p.M < INT_MAX &&
+         p.N < INT_MAX && p.K < INT_MAX;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {

@@ -1,12 +1,16 @@
 // sum: argument checks and the plan shared by the CPU and CUDA kernels.
 //
-// Every dim set is brought to one of three memory shapes, so that each backend needs only three
-// kernels:
-//   Full  all elements of a dense block of memory (any dim order: a sum does not care)
-//   Rows  [outer, inner] contiguous, reducing inner (trailing dims)
-//   Cols  [batch, rows, cols] contiguous, reducing rows (leading or middle dims)
-// Any other dim set is permuted so the reduced dims come last and made contiguous with
-// cudasteps::copy (the general path), which gives Rows.
+// The input is read in place, whatever the dim set: dims of size 1 are dropped, the rest taken in
+// memory order (a transposed or permuted dense tensor is as good as a contiguous one) and merged
+// into alternating runs of kept and reduced dims. Each pass then removes the innermost reduced run
+// with one of three kernels, reading the input (first pass) or the previous pass's small
+// accumulator buffer:
+//   Full  all elements of a dense block of memory (everything reduced)
+//   Rows  [outer, inner], reducing inner (the innermost run is reduced)
+//   Cols  [batch, rows, cols], reducing rows (a reduced run with kept dims inside it)
+// For example dim=(0, 2) of a contiguous [A, B, C] is Rows [A * B, C], then Cols [1, A, B];
+// dim=1 is one Cols [A, B, C]. The passes after the first read (A * B) accumulators, not the
+// input, so the input is read once. Only views with gaps or overlaps (not dense) are copied first.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -26,14 +30,27 @@ struct SumArgs {
   std::vector<int64_t> out_sizes;  // keepdim applied
 };
 
-enum class SumKind { Empty, Full, Rows, Cols };
+enum class SumKind { Full, Rows, Cols };
+
+struct SumPass {
+  SumKind kind = SumKind::Full;
+  int64_t numel = 0;                      // Full
+  int64_t outer = 0, inner = 0;           // Rows
+  int64_t batch = 0, rows = 0, cols = 0;  // Cols
+  int64_t out_numel() const {
+    return kind == SumKind::Full ? 1 : kind == SumKind::Rows ? outer : batch * cols;
+  }
+};
 
 struct SumPlan {
-  SumKind kind = SumKind::Empty;
-  at::Tensor input;  // the memory the kernel reads: self, a cast of it, or a contiguous copy
-  int64_t numel = 0;                         // Full
-  int64_t outer = 0, inner = 0;              // Rows
-  int64_t batch = 0, rows = 0, cols = 0;     // Cols
+  bool empty = false;  // no input elements: the output is zeros
+  at::Tensor input;    // the memory the first pass reads: self, a cast of it, or a dense copy
+  // In order; each reads the previous one's result. None: only size-1 dims are reduced (a cast).
+  std::vector<SumPass> passes;
+  // The last pass writes the kept dims in memory order. When that is not their logical order,
+  // out_mem_sizes are the kept dims' sizes in memory order and out_perm permutes such a view
+  // into logical order (the output, not the input, is then permuted: a small copy).
+  std::vector<int64_t> out_mem_sizes, out_perm;
 };
 
 // The output dtype torch.sum gives without dtype=: integer and bool inputs give int64.
@@ -47,9 +64,12 @@ SumArgs check_sum_args(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
 // (then self is cast to dtype first, as torch.sum does).
 at::ScalarType sum_input_dtype(at::ScalarType in, at::ScalarType out);
 
-// Chooses the memory shape. `min_cols`: the narrowest Cols the backend takes (narrower column
-// sums go through the general path).
-SumPlan plan_sum(const at::Tensor& self, const SumArgs& args, int64_t min_cols);
+// Chooses the passes (see the top of this file).
+SumPlan plan_sum(const at::Tensor& self, const SumArgs& args);
+
+// Writes the last pass's result (`result`, kept dims in memory order) into `out` (logical order);
+// with no passes, casts the input into `out`. A no-op when the last pass wrote `out` itself.
+void finish_sum(const SumPlan& plan, const at::Tensor& result, at::Tensor& out);
 
 }  // namespace cudasteps
 

@@ -3,8 +3,10 @@
 // input shape: a view, no kernel, as torch's own sum backward.
 #include <torch/library.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "common/autograd.h"
-#include "reduce/reduce.h"
 
 namespace cudasteps {
 namespace {
@@ -23,16 +25,28 @@ class SumFunction : public torch::autograd::Function<SumFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self,
                             at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype) {
-    const SumArgs args = check_sum_args(self, dim, keepdim, dtype);
-    ctx->saved_data["sizes"] = self.sizes().vec();
-    ctx->saved_data["dims"] = args.dims;
+    at::Tensor out = sum_redispatch(self, dim, keepdim, dtype);  // validates the arguments
+    // Only sizes-free facts and symbolic sizes are kept: under torch.export / torch.compile with
+    // dynamic shapes, reading self.sizes() (as check_sum_args does) would pin them to the traced
+    // values. The reduced dims, sorted ascending, as check_sum_args computes them.
+    const int64_t wrap = std::max<int64_t>(self.dim(), 1);
+    std::vector<bool> reduced(wrap, !dim.has_value() || dim->empty());
+    if (dim.has_value()) {
+      for (int64_t d : *dim) reduced[d < 0 ? d + wrap : d] = true;
+    }
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < wrap; ++d) {
+      if (reduced[d]) dims.push_back(d);
+    }
+    ctx->saved_data["sizes"] = self.sym_sizes().vec();
+    ctx->saved_data["dims"] = dims;
     ctx->saved_data["keepdim"] = keepdim;
     ctx->saved_data["dtype"] = self.scalar_type();
-    return sum_redispatch(self, dim, keepdim, dtype);
+    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const auto sizes = ctx->saved_data["sizes"].toIntVector();
+    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
     const auto dims = ctx->saved_data["dims"].toIntVector();
     const bool keepdim = ctx->saved_data["keepdim"].toBool();
     const auto dtype = ctx->saved_data["dtype"].toScalarType();
@@ -44,7 +58,7 @@ class SumFunction : public torch::autograd::Function<SumFunction> {
         if (d < static_cast<int64_t>(sizes.size())) grad = grad.unsqueeze(d);
       }
     }
-    grad = grad.expand(sizes);
+    grad = grad.expand_symint(sizes);
     if (grad.scalar_type() != dtype) grad = grad.to(dtype);
     return {grad, at::Tensor(), at::Tensor(), at::Tensor()};
   }

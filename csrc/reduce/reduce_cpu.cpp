@@ -101,28 +101,57 @@ void sum_cols_cpu(const in_t* x, int64_t batch, int64_t rows, int64_t cols, out_
   });
 }
 
+template <typename src_t, typename acc_t, typename res_t>
+void run_pass_cpu(const src_t* x, const SumPass& p, res_t* out) {
+  switch (p.kind) {
+    case SumKind::Full: return sum_full_cpu<src_t, acc_t, res_t>(x, p.numel, out);
+    case SumKind::Rows: return sum_rows_cpu<src_t, acc_t, res_t>(x, p.outer, p.inner, out);
+    case SumKind::Cols: return sum_cols_cpu<src_t, acc_t, res_t>(x, p.batch, p.rows, p.cols, out);
+  }
+}
+
 at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
   const SumArgs args = check_sum_args(self, dim, keepdim, dtype);
   const auto out_options = self.options().dtype(args.out_dtype);
-  SumPlan plan = plan_sum(self, args, /*min_cols=*/1);
-  if (plan.kind == SumKind::Empty) return at::zeros(args.out_sizes, out_options);
+  const SumPlan plan = plan_sum(self, args);
+  if (plan.empty) return at::zeros(args.out_sizes, out_options);
   at::Tensor out = at::empty(args.out_sizes, out_options);
+  if (plan.passes.empty()) {
+    finish_sum(plan, at::Tensor(), out);
+    return out;
+  }
   const at::Tensor& x = plan.input;
+  at::Tensor result = plan.out_perm.empty() ? out : at::empty({out.numel()}, out_options);
   dispatch_sum_types(x.scalar_type(), args.out_dtype, [&](auto in_tag, auto acc_tag, auto out_tag) {
     using in_t = typename decltype(in_tag)::type;
     using acc_t = typename decltype(acc_tag)::type;
     using out_t = typename decltype(out_tag)::type;
-    const auto* in = static_cast<const in_t*>(x.const_data_ptr());
-    auto* o = static_cast<out_t*>(out.data_ptr());
-    switch (plan.kind) {
-      case SumKind::Full: return sum_full_cpu<in_t, acc_t, out_t>(in, plan.numel, o);
-      case SumKind::Rows: return sum_rows_cpu<in_t, acc_t, out_t>(in, plan.outer, plan.inner, o);
-      case SumKind::Cols:
-        return sum_cols_cpu<in_t, acc_t, out_t>(in, plan.batch, plan.rows, plan.cols, o);
-      case SumKind::Empty: return;
+    // Between passes: a buffer of accumulators (fp32 for half, int64 for integers).
+    at::Tensor prev;
+    const size_t n = plan.passes.size();
+    for (size_t i = 0; i < n; ++i) {
+      const SumPass& p = plan.passes[i];
+      const bool first = i == 0, last = i + 1 == n;
+      at::Tensor next = last ? result
+                             : at::empty({p.out_numel()},
+                                         x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+      if (first && last) {
+        run_pass_cpu<in_t, acc_t, out_t>(static_cast<const in_t*>(x.const_data_ptr()), p,
+                                         static_cast<out_t*>(next.data_ptr()));
+      } else if (first) {
+        run_pass_cpu<in_t, acc_t, acc_t>(static_cast<const in_t*>(x.const_data_ptr()), p,
+                                         next.data_ptr<acc_t>());
+      } else if (last) {
+        run_pass_cpu<acc_t, acc_t, out_t>(prev.const_data_ptr<acc_t>(), p,
+                                          static_cast<out_t*>(next.data_ptr()));
+      } else {
+        run_pass_cpu<acc_t, acc_t, acc_t>(prev.const_data_ptr<acc_t>(), p, next.data_ptr<acc_t>());
+      }
+      prev = next;
     }
   });
+  finish_sum(plan, result, out);
   return out;
 }
 

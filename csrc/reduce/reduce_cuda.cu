@@ -8,6 +8,8 @@
 //   sum_cols_kernel  [batch, rows, cols] reducing rows: threads walk columns (a warp reads 512
 //                    contiguous bytes per row), row ranges split across blocks when the columns
 //                    alone cannot fill the GPU, then a second pass over the splits.
+//   sum_cols_flat_kernel  the same shape with many outputs (batch * cols): a thread per output.
+// Any dim set is a sequence of these passes over the input in place (reduce.h).
 //
 // Determinism: every grid, split and combine order depends only on the shape, the dtype and the
 // SM count, and no floating-point atomics are used, so a result is bitwise reproducible on a
@@ -446,9 +448,52 @@ void launch_cols_pass(const in_t* x, int64_t batch, int64_t rows, int64_t cols, 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Column sums with many batches of narrow rows ([4096, 33, 517] summed over dim 1): one thread
+// per output (b, c), walking its column down the rows with kFlatColUnroll loads in flight. A warp
+// covers 32 adjacent outputs, so each of its loads is 32 adjacent elements of one row (or two
+// rows at a batch boundary): coalesced whatever cols is, with no idle lanes in partial tiles,
+// which the tile kernel has when cols is not a multiple of its 32 x 16-byte tile.
+constexpr int kFlatColThreads = 256;
+constexpr int kFlatColUnroll = 8;
+
+template <typename in_t, typename acc_t, typename res_t>
+__global__ void __launch_bounds__(kFlatColThreads)
+    sum_cols_flat_kernel(const in_t* __restrict__ x, int64_t batch, int64_t rows, int64_t cols,
+                         res_t* __restrict__ out) {
+  const int64_t n = batch * cols;
+  const int64_t stride = int64_t(gridDim.x) * kFlatColThreads;
+  for (int64_t o = int64_t(blockIdx.x) * kFlatColThreads + threadIdx.x; o < n; o += stride) {
+    const int64_t b = o / cols;
+    const in_t* col = x + b * rows * cols + (o - b * cols);
+    acc_t acc[4] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+    int64_t r = 0;
+    for (; r + kFlatColUnroll <= rows; r += kFlatColUnroll) {
+      in_t v[kFlatColUnroll];
+#pragma unroll
+      for (int u = 0; u < kFlatColUnroll; ++u) v[u] = col[(r + u) * cols];
+#pragma unroll
+      for (int u = 0; u < kFlatColUnroll; ++u) acc[u % 4] += static_cast<acc_t>(v[u]);
+    }
+    for (; r < rows; ++r) acc[0] += static_cast<acc_t>(col[r * cols]);  // constant index: registers
+    out[o] = static_cast<res_t>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+  }
+}
+
+// The flat kernel wants enough outputs to give every resident thread one (then every load of the
+// GPU is in flight at once); with fewer outputs the tile kernel, which also splits the rows
+// across blocks, keeps the GPU busy instead.
+constexpr int64_t kFlatColMinOutputsPerSm = 2048;
+
 template <typename in_t, typename acc_t, typename out_t>
 void launch_sum_cols(const in_t* x, int64_t batch, int64_t rows, int64_t cols, out_t* out,
                      const at::Tensor& like, cudaStream_t stream) {
+  if (batch > 1 && batch * cols >= kFlatColMinOutputsPerSm * sm_count()) {
+    const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(batch * cols, kFlatColThreads),
+                                           int64_t(sm_count()) * 64);
+    sum_cols_flat_kernel<in_t, acc_t, out_t><<<grid, kFlatColThreads, 0, stream>>>(x, batch, rows, cols, out);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
   constexpr int V = kVec<in_t>;
   const bool vec = cols % V == 0 && is_aligned(x, kVecBytes);
   const int64_t tiles = batch * ceil_div<int64_t>(cols, int64_t(kColThreadsX) * (vec ? V : 1));
@@ -474,40 +519,63 @@ void launch_sum_cols(const in_t* x, int64_t batch, int64_t rows, int64_t cols, o
   launch_cols_pass<acc_t, acc_t, out_t>(p, batch, splits, cols, 1, out, stream);
 }
 
-// Below this many columns a column sum leaves most of each warp idle; such sums take the general
-// path (transpose-copy, then row sums).
-constexpr int64_t kMinColsForColumnKernel = 32;
+template <typename src_t, typename acc_t, typename res_t>
+void run_pass_cuda(const src_t* x, const SumPass& p, res_t* out, const at::Tensor& like,
+                   cudaStream_t stream) {
+  switch (p.kind) {
+    case SumKind::Full: return launch_sum_full<src_t, acc_t, res_t>(x, p.numel, out, like, stream);
+    case SumKind::Rows:
+      return launch_sum_rows<src_t, acc_t, res_t>(x, p.outer, p.inner, out, like, stream);
+    case SumKind::Cols:
+      return launch_sum_cols<src_t, acc_t, res_t>(x, p.batch, p.rows, p.cols, out, like, stream);
+  }
+}
 
 at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
   const SumArgs args = check_sum_args(self, dim, keepdim, dtype);
   const auto out_options = self.options().dtype(args.out_dtype);
   const c10::cuda::CUDAGuard guard(self.device());
-  SumPlan plan = plan_sum(self, args, kMinColsForColumnKernel);
-  if (plan.kind == SumKind::Empty) return at::zeros(args.out_sizes, out_options);
+  const SumPlan plan = plan_sum(self, args);
+  if (plan.empty) return at::zeros(args.out_sizes, out_options);
   at::Tensor out = at::empty(args.out_sizes, out_options);
-  const at::Tensor& x = plan.input;
-  if (plan.kind == SumKind::Rows && plan.inner == 1) {  // only size-1 dims reduced: a cast
-    out.view({plan.outer}).copy_(x.reshape({plan.outer}));
+  if (plan.passes.empty()) {  // only size-1 dims reduced: a cast
+    finish_sum(plan, at::Tensor(), out);
     return out;
   }
+  const at::Tensor& x = plan.input;
+  at::Tensor result = plan.out_perm.empty() ? out : at::empty({out.numel()}, out_options);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   dispatch_sum_types(x.scalar_type(), args.out_dtype, [&](auto in_tag, auto acc_tag, auto out_tag) {
     using in_t = typename decltype(in_tag)::type;
     using acc_t = typename decltype(acc_tag)::type;
     using out_t = typename decltype(out_tag)::type;
-    const auto* in = static_cast<const in_t*>(x.const_data_ptr());
-    auto* o = static_cast<out_t*>(out.data_ptr());
-    switch (plan.kind) {
-      case SumKind::Full: return launch_sum_full<in_t, acc_t, out_t>(in, plan.numel, o, x, stream);
-      case SumKind::Rows:
-        return launch_sum_rows<in_t, acc_t, out_t>(in, plan.outer, plan.inner, o, x, stream);
-      case SumKind::Cols:
-        return launch_sum_cols<in_t, acc_t, out_t>(in, plan.batch, plan.rows, plan.cols, o, x,
-                                                   stream);
-      case SumKind::Empty: return;
+    // Between passes: a buffer of accumulators (fp32 for half, int64 for integers), much smaller
+    // than the input (each pass divides the element count by a reduced run's size).
+    at::Tensor prev;
+    const size_t n = plan.passes.size();
+    for (size_t i = 0; i < n; ++i) {
+      const SumPass& p = plan.passes[i];
+      const bool first = i == 0, last = i + 1 == n;
+      at::Tensor next = last ? result
+                             : at::empty({p.out_numel()},
+                                         x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+      const auto* in = static_cast<const in_t*>(x.const_data_ptr());
+      if (first && last) {
+        run_pass_cuda<in_t, acc_t, out_t>(in, p, static_cast<out_t*>(next.data_ptr()), x, stream);
+      } else if (first) {
+        run_pass_cuda<in_t, acc_t, acc_t>(in, p, next.data_ptr<acc_t>(), x, stream);
+      } else if (last) {
+        run_pass_cuda<acc_t, acc_t, out_t>(prev.const_data_ptr<acc_t>(), p,
+                                           static_cast<out_t*>(next.data_ptr()), x, stream);
+      } else {
+        run_pass_cuda<acc_t, acc_t, acc_t>(prev.const_data_ptr<acc_t>(), p, next.data_ptr<acc_t>(),
+                                           x, stream);
+      }
+      prev = next;
     }
   });
+  finish_sum(plan, result, out);
   return out;
 }
 

@@ -1,6 +1,5 @@
 // sum: argument checks and the choice of memory shape (reduce.h), shared by CPU and CUDA.
 #include <algorithm>
-#include <numeric>
 
 #include "common/autograd.h"
 #include "reduce/reduce.h"
@@ -29,19 +28,6 @@ bool is_supported_input(at::ScalarType t) {
     case ScalarType::Long: return true;
     default: return false;
   }
-}
-
-// True when x's memory is row-major in the dim order `perm` (size-1 dims ignored), checked on
-// sizes and strides without building the permuted view (a view costs host time).
-bool contiguous_in_order(const at::Tensor& x, const std::vector<int64_t>& perm) {
-  int64_t expected = 1;
-  for (auto it = perm.rbegin(); it != perm.rend(); ++it) {
-    const int64_t size = x.size(*it);
-    if (size == 1) continue;
-    if (x.stride(*it) != expected) return false;
-    expected *= size;
-  }
-  return true;
 }
 
 at::Tensor copy_op(const at::Tensor& x) {
@@ -106,85 +92,101 @@ at::ScalarType sum_input_dtype(at::ScalarType in, at::ScalarType out) {
   return out;  // cast first, then the plain sum of `out`, whose default dtype is `out` itself
 }
 
-SumPlan plan_sum(const at::Tensor& self, const SumArgs& args, int64_t min_cols) {
+SumPlan plan_sum(const at::Tensor& self, const SumArgs& args) {
   SumPlan plan;
   at::Tensor x = self;
   const auto in_dtype = sum_input_dtype(self.scalar_type(), args.out_dtype);
   if (in_dtype != x.scalar_type()) x = x.to(in_dtype);
-  if (x.numel() == 0) return plan;  // Empty: zeros of the output shape
-
-  const int64_t ndim = x.dim();
-  std::vector<int64_t> kept, reduced;        // all dims, kept ones first in perm_row
-  std::vector<int64_t> kept_big, reduced_big;  // dims of size > 1
-  for (int64_t d = 0; d < ndim; ++d) {
-    (args.reduced[d] ? reduced : kept).push_back(d);
-    if (x.size(d) > 1) (args.reduced[d] ? reduced_big : kept_big).push_back(d);
+  if (x.numel() == 0) {
+    plan.empty = true;
+    return plan;
   }
-  auto prod = [&](const std::vector<int64_t>& ds) {
+  // Gaps (x[:, ::2]) or overlaps (expanded views): the kernels need dense memory.
+  if (!x.is_non_overlapping_and_dense()) x = copy_op(x);
+  plan.input = x;
+
+  // Dims of size > 1 in memory order (outermost first). Two such dims of a dense tensor never share
+  // a stride, so the order is unique.
+  std::vector<int64_t> big;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (x.size(d) > 1) big.push_back(d);
+  }
+  std::stable_sort(big.begin(), big.end(),
+                   [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+
+  struct Run {
+    bool reduced;
+    int64_t size;
+  };
+  std::vector<Run> runs;  // outermost first; adjacent dims of a dense tensor always merge
+  std::vector<int64_t> kept_mem;
+  for (int64_t d : big) {
+    const bool r = args.reduced[d];
+    if (!r) kept_mem.push_back(d);
+    if (!runs.empty() && runs.back().reduced == r) {
+      runs.back().size *= x.size(d);
+    } else {
+      runs.push_back({r, x.size(d)});
+    }
+  }
+  if (!std::is_sorted(kept_mem.begin(), kept_mem.end())) {
+    std::vector<int64_t> logical = kept_mem;
+    std::sort(logical.begin(), logical.end());
+    for (int64_t d : kept_mem) plan.out_mem_sizes.push_back(x.size(d));
+    for (int64_t d : logical) {
+      plan.out_perm.push_back(std::find(kept_mem.begin(), kept_mem.end(), d) - kept_mem.begin());
+    }
+  }
+
+  if (kept_mem.empty()) {
+    SumPass pass;
+    pass.kind = SumKind::Full;
+    pass.numel = x.numel();
+    plan.passes.push_back(pass);
+    return plan;
+  }
+  auto prod = [&](size_t begin, size_t end) {
     int64_t p = 1;
-    for (int64_t d : ds) p *= x.size(d);
+    for (size_t i = begin; i < end; ++i) p *= runs[i].size;
     return p;
   };
-
-  if (kept_big.empty()) {
-    plan.kind = SumKind::Full;
-    plan.input = x.is_non_overlapping_and_dense() ? x : copy_op(x);
-    plan.numel = x.numel();
-    return plan;
-  }
-
-  std::vector<int64_t> perm_row = kept;
-  perm_row.insert(perm_row.end(), reduced.begin(), reduced.end());
-  if (contiguous_in_order(x, perm_row)) {
-    plan.kind = SumKind::Rows;
-    plan.input = x;
-    plan.outer = prod(kept_big);
-    plan.inner = prod(reduced_big);
-    return plan;
-  }
-  std::vector<int64_t> perm_col = reduced;
-  perm_col.insert(perm_col.end(), kept.begin(), kept.end());
-  if (prod(kept_big) >= min_cols && contiguous_in_order(x, perm_col)) {
-    plan.kind = SumKind::Cols;
-    plan.input = x;
-    plan.batch = 1;
-    plan.rows = prod(reduced_big);
-    plan.cols = prod(kept_big);
-    return plan;
-  }
-  // [kept..., reduced..., kept...] in a contiguous tensor: a batch of column sums.
-  std::vector<int64_t> natural(ndim);
-  std::iota(natural.begin(), natural.end(), 0);
-  if (contiguous_in_order(x, natural)) {
-    std::vector<int64_t> big;
-    for (int64_t d = 0; d < ndim; ++d) {
-      if (x.size(d) > 1) big.push_back(d);
-    }
-    // Runs of equal class: expect kept, reduced, kept.
-    std::vector<std::pair<bool, int64_t>> runs;  // (reduced?, product of sizes)
-    for (int64_t d : big) {
-      const bool r = args.reduced[d];
-      if (!runs.empty() && runs.back().first == r) {
-        runs.back().second *= x.size(d);
-      } else {
-        runs.emplace_back(r, x.size(d));
+  while (runs.size() > 1 || (runs.size() == 1 && runs[0].reduced)) {
+    SumPass pass;
+    if (runs.back().reduced) {
+      pass.kind = SumKind::Rows;
+      pass.inner = runs.back().size;
+      pass.outer = prod(0, runs.size() - 1);
+      runs.pop_back();
+    } else {
+      // runs = [..., kept, reduced, kept]: the reduced run just outside the innermost kept one.
+      const size_t j = runs.size() - 2;
+      pass.kind = SumKind::Cols;
+      pass.batch = prod(0, j);
+      pass.rows = runs[j].size;
+      pass.cols = runs.back().size;
+      runs.erase(runs.begin() + j);
+      if (j > 0) {  // the kept runs on both sides are now adjacent
+        runs[j - 1].size *= runs[j].size;
+        runs.erase(runs.begin() + j);
       }
     }
-    if (runs.size() == 3 && !runs[0].first && runs[1].first && runs[2].second >= min_cols) {
-      plan.kind = SumKind::Cols;
-      plan.input = x;
-      plan.batch = runs[0].second;
-      plan.rows = runs[1].second;
-      plan.cols = runs[2].second;
-      return plan;
-    }
+    plan.passes.push_back(pass);
   }
-  // General path: reduced dims last, materialized contiguous, then a row sum.
-  plan.kind = SumKind::Rows;
-  plan.input = copy_op(x.permute(perm_row));
-  plan.outer = prod(kept_big);
-  plan.inner = prod(reduced_big);
   return plan;
+}
+
+void finish_sum(const SumPlan& plan, const at::Tensor& result, at::Tensor& out) {
+  if (plan.passes.empty()) {  // only size-1 dims reduced: a cast in logical order
+    out.copy_(plan.input.reshape(out.sizes()));
+    return;
+  }
+  if (plan.out_perm.empty()) {
+    if (!result.is_same(out)) out.copy_(result.view(out.sizes()));
+    return;
+  }
+  std::vector<int64_t> logical_sizes;
+  for (int64_t i : plan.out_perm) logical_sizes.push_back(plan.out_mem_sizes[i]);
+  out.view(logical_sizes).copy_(result.view(plan.out_mem_sizes).permute(plan.out_perm));
 }
 
 }  // namespace cudasteps

@@ -31,12 +31,13 @@ struct TransposeProblem {
   int64_t in_row_stride;    // elements between input rows (column stride is 1)
 };
 
-inline void check_transpose_self(const at::Tensor& self, const char* op) {
-  check_min_dim(self, 2, op, "self");
-  const int64_t e = self.element_size();
-  CUDASTEPS_CHECK(e == 1 || e == 2 || e == 4 || e == 8, op,
-                  "self must have an element size of 1, 2, 4 or 8 bytes, got ", e, " (",
-                  self.scalar_type(), ")");
+// `name` is the input's schema argument: `self` of transpose, `src` of transpose_.
+inline void check_transpose_input(const at::Tensor& in, const char* op, const char* name) {
+  check_min_dim(in, 2, op, name);
+  const int64_t e = in.element_size();
+  CUDASTEPS_CHECK(e == 1 || e == 2 || e == 4 || e == 8, op, name,
+                  " must have an element size of 1, 2, 4 or 8 bytes, got ", e, " (",
+                  in.scalar_type(), ")");
 }
 
 inline std::vector<int64_t> transposed_shape(const at::Tensor& self) {
@@ -45,23 +46,23 @@ inline std::vector<int64_t> transposed_shape(const at::Tensor& self) {
   return shape;
 }
 
-inline void check_transpose_out(const at::Tensor& out, const at::Tensor& self) {
+inline void check_transpose_out(const at::Tensor& out, const at::Tensor& src) {
   constexpr const char* op = "transpose_";
-  check_transpose_self(self, op);
-  check_same_device(out, self, op, "out", "self");
-  check_same_dtype(out, self, op, "out", "self");
-  const auto expected = transposed_shape(self);
+  check_transpose_input(src, op, "src");
+  check_same_device(out, src, op, "out", "src");
+  check_same_dtype(out, src, op, "out", "src");
+  const auto expected = transposed_shape(src);
   CUDASTEPS_CHECK(out.sizes() == at::IntArrayRef(expected), op, "out must have the shape ",
-                  at::IntArrayRef(expected), " (self's last two dimensions swapped), got ",
+                  at::IntArrayRef(expected), " (src's last two dimensions swapped), got ",
                   out.sizes());
   // Any overlap would let the kernel read elements it already overwrote. Layouts too irregular
   // for ATen to decide (TooHard) are rejected only when the two share a storage.
-  const auto overlap = at::get_overlap_status(out, self);
+  const auto overlap = at::get_overlap_status(out, src);
   const bool shared = overlap == at::MemOverlapStatus::Full ||
                       overlap == at::MemOverlapStatus::Partial ||
                       (overlap == at::MemOverlapStatus::TooHard && out.numel() > 0 &&
-                       out.storage().is_alias_of(self.storage()));
-  CUDASTEPS_CHECK(!shared, op, "out must not share memory with self");
+                       out.storage().is_alias_of(src.storage()));
+  CUDASTEPS_CHECK(!shared, op, "out must not share memory with src");
 }
 
 // Fills `p` when the kernels can read `t` in place (unit column stride, collapsible batch dims).

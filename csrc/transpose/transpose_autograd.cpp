@@ -13,10 +13,10 @@ at::Tensor transpose_redispatch(const at::Tensor& self) {
   return op.call(self);
 }
 
-void transpose__redispatch(at::Tensor& out, const at::Tensor& self) {
+void transpose__redispatch(at::Tensor& out, const at::Tensor& src) {
   static const auto op = typed_op<void(at::Tensor&, const at::Tensor&)>("transpose_");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  op.call(out, self);
+  op.call(out, src);
 }
 
 // The backward calls the op with autograd on, so that double backward works too.
@@ -37,8 +37,8 @@ class TransposeFunction : public torch::autograd::Function<TransposeFunction> {
 
 class TransposeInplaceFunction : public torch::autograd::Function<TransposeInplaceFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, at::Tensor out, const at::Tensor& self) {
-    transpose__redispatch(out, self);
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor out, const at::Tensor& src) {
+    transpose__redispatch(out, src);
     ctx->mark_dirty({out});  // also bumps out's version counter
     return out;
   }
@@ -53,13 +53,13 @@ at::Tensor transpose_autograd(const at::Tensor& self) {
   return TransposeFunction::apply(self);
 }
 
-void transpose__autograd(at::Tensor& out, const at::Tensor& self) {
-  if (!needs_grad(out, self)) {
-    transpose__redispatch(out, self);
+void transpose__autograd(at::Tensor& out, const at::Tensor& src) {
+  if (!needs_grad(out, src)) {
+    transpose__redispatch(out, src);
     out.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
     return;
   }
-  TransposeInplaceFunction::apply(out, self);
+  TransposeInplaceFunction::apply(out, src);
 }
 
 }  // namespace

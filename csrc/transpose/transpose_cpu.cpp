@@ -60,15 +60,15 @@ void run_cpu_kernel(const at::Tensor& out, const at::Tensor& self, const Transpo
 bool cpu_aligned(const void*) { return true; }
 
 at::Tensor transpose_cpu(const at::Tensor& self) {
-  check_transpose_self(self, "transpose");
+  check_transpose_input(self, "transpose", "self");
   at::Tensor out = at::empty(transposed_shape(self), self.options().memory_format(at::MemoryFormat::Contiguous));
   transpose_into(out, self, run_cpu_kernel, cpu_aligned);
   return out;
 }
 
-void transpose__cpu(at::Tensor& out, const at::Tensor& self) {
-  check_transpose_out(out, self);
-  transpose_into(out, self, run_cpu_kernel, cpu_aligned);
+void transpose__cpu(at::Tensor& out, const at::Tensor& src) {
+  check_transpose_out(out, src);
+  transpose_into(out, src, run_cpu_kernel, cpu_aligned);
 }
 
 }  // namespace

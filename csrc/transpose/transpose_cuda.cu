@@ -238,15 +238,15 @@ struct ElemAligned {
 };
 
 at::Tensor transpose_cuda(const at::Tensor& self) {
-  check_transpose_self(self, "transpose");
+  check_transpose_input(self, "transpose", "self");
   at::Tensor out = at::empty(transposed_shape(self), self.options().memory_format(at::MemoryFormat::Contiguous));
   transpose_into(out, self, run_cuda_kernel, ElemAligned{self.element_size()});
   return out;
 }
 
-void transpose__cuda(at::Tensor& out, const at::Tensor& self) {
-  check_transpose_out(out, self);
-  transpose_into(out, self, run_cuda_kernel, ElemAligned{self.element_size()});
+void transpose__cuda(at::Tensor& out, const at::Tensor& src) {
+  check_transpose_out(out, src);
+  transpose_into(out, src, run_cuda_kernel, ElemAligned{src.element_size()});
 }
 
 // ---- Ladder (fp32, contiguous (..., M, N)) ------------------------------------------------------

@@ -47,10 +47,10 @@ def _copy_fake(x):
 
 
 @torch.library.register_fake("cudasteps::copy_")
-def _copy__fake(dst, src):
-    _checks.same_device(src, dst, "copy_", "src", "self")
-    _checks.same_dtype(src, dst, "copy_", "src", "self")
-    _checks.same_shape(src, dst, "copy_", "src", "self")
+def _copy__fake(out, src):
+    _checks.same_device(src, out, "copy_", "src", "out")
+    _checks.same_dtype(src, out, "copy_", "src", "out")
+    _checks.same_shape(src, out, "copy_", "src", "out")
 
 
 @torch.library.register_fake("cudasteps::ladder_copy")

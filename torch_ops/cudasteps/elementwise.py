@@ -2,13 +2,17 @@
 
 ``bias_act(x, bias, act)`` computes ``act(x + bias)`` in one pass; its backward is one fused pass
 too (grad_x and the bias gradient's column sum together), and the forward saves only ``x`` and
-``bias``. ``add`` and ``mul`` take a same-shape ``other`` or a per-feature vector broadcast over
-the leading dimensions. All take float32, float16 and bfloat16 (and float64), compute in float32
-(float64 for float64 inputs), and return a contiguous tensor of the input's dtype. A per-feature
-vector may be float32 while the input is float16/bfloat16 (fp32 parameters under autocast).
+``bias``. It takes float32, float16 and bfloat16 (and float64), computes in float32 (float64 for
+float64 inputs) and returns a contiguous tensor of ``x``'s dtype; the bias may be float32 while
+``x`` is float16/bfloat16 (fp32 parameters under autocast).
+
+``add`` and ``mul`` follow ``torch.add`` / ``torch.mul``: broadcasting to any rank, 0-dim and
+Python-number operands, ``torch.result_type`` promotion, every floating, integer and bool dtype
+(complex refused), and a 0-dim CPU tensor may combine with a tensor on any device.
 """
 
-from typing import Optional
+import numbers
+from typing import Optional, Union
 
 import torch
 
@@ -46,20 +50,30 @@ def bias_act_backward(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.
     return _ops.bias_act_backward(grad, x, bias, act)
 
 
-def add(self: torch.Tensor, other: torch.Tensor, *, alpha=1) -> torch.Tensor:
-    """Return ``self + alpha * other``.
+def add(self: torch.Tensor, other: Union[torch.Tensor, numbers.Number], *, alpha=1) -> torch.Tensor:
+    """Return ``self + alpha * other``, as ``torch.add``.
 
-    Like ``torch.add`` but narrower: ``other`` has ``self``'s shape and dtype, or is a per-feature
-    vector of shape ``[self.shape[-1]]`` (of ``self``'s dtype or float32). No type promotion: the
-    result has ``self``'s dtype and is contiguous. Differentiable; the gradient of a per-feature
-    ``other`` is summed over the leading dimensions (deterministically, ``sum_leading``).
+    ``other`` is a tensor broadcastable with ``self`` (any rank; the result has the broadcast
+    shape) or a Python number. The result dtype is ``torch.result_type(self, other)``: float32,
+    float64, float16, bfloat16 (computed in float32, rounded once), an integer type (wrapping on
+    overflow, as torch) or bool. Complex results are refused. A 0-dim CPU tensor combines with a
+    tensor on any device. ``alpha`` must be an integer for integer results. The result is always
+    contiguous. Differentiable; a broadcast operand's gradient is summed over its broadcast dims
+    deterministically (``sum_leading`` for a per-feature vector, ``cudasteps.sum`` otherwise).
     """
-    return _ops.add(self, other, alpha=alpha)
+    if isinstance(other, torch.Tensor):
+        return _ops.add(self, other, alpha=alpha)
+    return _ops.add.Scalar(self, other, alpha)
 
 
-def mul(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """Return ``self * other``; ``other`` as for :func:`add`. Differentiable in both."""
-    return _ops.mul(self, other)
+def mul(self: torch.Tensor, other: Union[torch.Tensor, numbers.Number]) -> torch.Tensor:
+    """Return ``self * other``, as ``torch.mul``; operands, dtypes and devices as for :func:`add`.
+
+    Differentiable in both operands (twice: the backward calls ``mul`` again).
+    """
+    if isinstance(other, torch.Tensor):
+        return _ops.mul(self, other)
+    return _ops.mul.Scalar(self, other)
 
 
 def sum_leading(
@@ -122,19 +136,70 @@ def _check_bias_act(x, bias, act, op):
     _check_act(act, op)
 
 
-def _check_binary(self, other, op):
-    _check_float(self, op, "self")
-    _checks.same_device(other, self, op, "other", "self")
-    if other.shape == self.shape:
-        _checks.same_dtype(other, self, op, "other", "self")
-        return
+# add/mul: the dtypes of csrc/elementwise/binary_plan.cpp, in its message's order.
+_BINARY_DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.bool,
+)
+
+
+def _binary_result(self, other, op):
+    """The (shape, dtype, device) of add/mul, with binary_plan.cpp's checks and messages."""
+    dtype = torch.result_type(self, other)
     _checks.check(
-        self.dim() >= 1 and other.dim() == 1 and other.shape[0] == self.shape[-1],
+        dtype in _BINARY_DTYPES,
         op,
-        f"other must have the shape of self {list(self.shape)} or [N] with N = self.size(-1), "
-        f"got {list(other.shape)}",
+        "the result dtype (torch.result_type(self, other)) must be Float, Double, Half, BFloat16, "
+        f"Byte, Char, Short, Int, Long or Bool, got {_checks.dtype_name(dtype)}",
     )
-    _check_feature_vector(other, self, op, "other", "self")
+    if not isinstance(other, torch.Tensor):
+        return list(self.shape), dtype, self.device
+    if self.device == other.device:
+        device = self.device
+    elif other.dim() == 0 and other.device.type == "cpu":
+        device = self.device
+    elif self.dim() == 0 and self.device.type == "cpu":
+        device = other.device
+    else:
+        _checks.fail(
+            op,
+            "self and other must be on the same device (or one of them a 0-dim CPU tensor), "
+            f"got {self.device} and {other.device}",
+        )
+    a, b = list(self.shape), list(other.shape)
+    shape = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        sa = a[-i] if i <= len(a) else 1
+        sb = b[-i] if i <= len(b) else 1
+        _checks.check(
+            sa == sb or sa == 1 or sb == 1,
+            op,
+            f"self {a} and other {b} are not broadcastable: sizes {sa} and {sb} at dimension -{i}",
+        )
+        shape.insert(0, sb if sa == 1 else sa)
+    return shape, dtype, device
+
+
+def _check_alpha(alpha, dtype, op):
+    _checks.check(
+        not isinstance(alpha, bool) or dtype == torch.bool,
+        op,
+        f"a boolean alpha is only supported for Bool results, got a {_checks.dtype_name(dtype)} result",
+    )
+    _checks.check(
+        dtype.is_floating_point or isinstance(alpha, numbers.Integral),
+        op,
+        f"alpha must be an integer for integer results (as in torch.add), got {alpha:g} "
+        f"for a {_checks.dtype_name(dtype)} result",
+    )
 
 
 def _empty_like_contiguous(x):
@@ -161,16 +226,31 @@ def _bias_act_backward_fake(grad, x, bias, act):
     return _empty_like_contiguous(x), grad_bias
 
 
+def _binary_fake(self, other, op, alpha=None):
+    shape, dtype, device = _binary_result(self, other, op)
+    if alpha is not None:
+        _check_alpha(alpha, dtype, op)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 @torch.library.register_fake("cudasteps::add")
 def _add_fake(self, other, *, alpha=1):
-    _check_binary(self, other, "add")
-    return _empty_like_contiguous(self)
+    return _binary_fake(self, other, "add", alpha)
+
+
+@torch.library.register_fake("cudasteps::add.Scalar")
+def _add_scalar_fake(self, other, alpha=1):
+    return _binary_fake(self, other, "add", alpha)
 
 
 @torch.library.register_fake("cudasteps::mul")
 def _mul_fake(self, other):
-    _check_binary(self, other, "mul")
-    return _empty_like_contiguous(self)
+    return _binary_fake(self, other, "mul")
+
+
+@torch.library.register_fake("cudasteps::mul.Scalar")
+def _mul_scalar_fake(self, other):
+    return _binary_fake(self, other, "mul")
 
 
 @torch.library.register_fake("cudasteps::sum_leading")

@@ -49,17 +49,18 @@ def run_ladder(variant: str, x: torch.Tensor) -> torch.Tensor:
     return _ops.ladder_transpose(x, variant)
 
 
-def _check_self(x: torch.Tensor, op: str) -> None:
+def _check_input(x: torch.Tensor, op: str, name: str = "self") -> None:
+    # `name`: the schema argument, `self` of transpose and ladder_transpose, `src` of transpose_.
     _checks.check(
         x.dim() >= 2,
         op,
-        f"self must have at least 2 dimensions, got {x.dim()}-D with shape {list(x.shape)}",
+        f"{name} must have at least 2 dimensions, got {x.dim()}-D with shape {list(x.shape)}",
     )
     size = x.element_size()
     _checks.check(
         size in (1, 2, 4, 8),
         op,
-        f"self must have an element size of 1, 2, 4 or 8 bytes, got {size} ({_checks.dtype_name(x.dtype)})",
+        f"{name} must have an element size of 1, 2, 4 or 8 bytes, got {size} ({_checks.dtype_name(x.dtype)})",
     )
 
 
@@ -71,20 +72,20 @@ def _transposed_shape(x: torch.Tensor) -> list:
 
 @torch.library.register_fake("cudasteps::transpose")
 def _transpose_fake(x):
-    _check_self(x, "transpose")
+    _check_input(x, "transpose")
     return torch.empty(_transposed_shape(x), dtype=x.dtype, device=x.device)
 
 
 @torch.library.register_fake("cudasteps::transpose_")
-def _transpose__fake(out, x):
-    _check_self(x, "transpose_")
-    _checks.same_device(out, x, "transpose_", "out", "self")
-    _checks.same_dtype(out, x, "transpose_", "out", "self")
-    expected = _transposed_shape(x)
+def _transpose__fake(out, src):
+    _check_input(src, "transpose_", "src")
+    _checks.same_device(out, src, "transpose_", "out", "src")
+    _checks.same_dtype(out, src, "transpose_", "out", "src")
+    expected = _transposed_shape(src)
     _checks.check(
         list(out.shape) == expected,
         "transpose_",
-        f"out must have the shape {expected} (self's last two dimensions swapped), got {list(out.shape)}",
+        f"out must have the shape {expected} (src's last two dimensions swapped), got {list(out.shape)}",
     )
 
 
@@ -95,5 +96,5 @@ def _ladder_transpose_fake(x, variant):
         "ladder_transpose",
         f"variant must be one of {', '.join(LADDER)}, got '{variant}'",
     )
-    _check_self(x, "ladder_transpose")
+    _check_input(x, "ladder_transpose")
     return torch.empty(_transposed_shape(x), dtype=x.dtype, device=x.device)

@@ -1,0 +1,211 @@
+"""End-to-end benchmarks: what a training step gains or loses when a model swaps torch.nn for
+cudasteps.nn, rather than one op in isolation.
+
+ffn_step: a transformer feed-forward block, ``Linear(d, h) -> GELU -> Linear(h, d)`` (batch 8192,
+2048 -> 8192 -> 2048 on CUDA), trained one step at a time: ``zero_grad``, forward, MSE loss,
+backward, ``SGD.step``. ``torch`` is ``torch.nn.Sequential(Linear, GELU, Linear)``; ``cudasteps``
+is ``cudasteps.nn.MLP([d, h, d], "gelu")`` loaded with the same weights and biases (the function
+computed is the same; the first loss of both is compared before timing). Two precisions: fp32
+with TF32 off (the report disables TF32 for every family), and ``torch.autocast(bfloat16)`` with
+fp32 parameters. The FLOP count is that of the six GEMMs of a step (forward: 2; backward: 2 for
+the input gradients and 2 for the weight gradients), ``3 * 2 * B * (d*h + h*d)``; the elementwise
+work, the loss and the optimizer are timed but not counted, so TFLOP/s is the rate a step
+achieves on its GEMM work.
+
+ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
+``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
+figures: ms per step with its data loading, and ms of the training step alone (forward, backward
+with the gradient all-reduce, optimizer step). Runs when two CUDA devices are visible.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from contextlib import nullcontext
+
+import cudasteps
+import torch
+import torch.nn.functional as F
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_EXAMPLE = os.path.join(_ROOT, "examples", "train_ddp.py")
+sys.path.insert(0, os.path.dirname(_EXAMPLE))
+import train_ddp  # noqa: E402  (the example's model builder: one definition of "the same network")
+
+_PRECISIONS = {"fp32": None, "bf16 autocast": torch.bfloat16}
+_WARMUP_STEPS = 10
+
+
+def ffn_flops(batch: int, d: int, h: int) -> int:
+    """GEMM flops of one training step of Linear(d, h) -> act -> Linear(h, d)."""
+    return 3 * 2 * batch * (d * h + h * d)
+
+
+def _autocast(device: torch.device, dtype):
+    return nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
+
+
+def _models(device: torch.device, d: int, h: int):
+    dims = [d, h, d]
+    return {
+        impl: train_ddp.build_model(impl, dims, "gelu", seed=0).to(device) for impl in ("torch", "cudasteps")
+    }
+
+
+def _train_step(model, opt, device, amp_dtype):
+    def step(x, target):
+        opt.zero_grad(set_to_none=True)
+        x.grad = None  # x stands for the previous layer's output: its gradient is computed too
+        with _autocast(device, amp_dtype):
+            out = model(x)
+        loss = F.mse_loss(out.float(), target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _first_losses_agree(models, x, target, device, amp_dtype, precision: str) -> None:
+    """Both models compute the same function from the same state: their first losses agree."""
+    losses = {}
+    for impl, model in models.items():
+        with torch.no_grad(), _autocast(device, amp_dtype):
+            losses[impl] = F.mse_loss(model(x).float(), target).item()
+    ref = losses["torch"]
+    # fp32: both are fp32 GEMMs (summation order differs). bf16: each side rounds its GEMM
+    # operands or outputs to bf16 in its own places, an error of a few bf16 ulps (2^-8) at most.
+    tol = 1e-4 if amp_dtype is None else 3e-2
+    if abs(losses["cudasteps"] - ref) > tol * abs(ref):
+        raise AssertionError(
+            f"bench_e2e: ffn_step {precision}: torch.nn and cudasteps.nn disagree before training "
+            f"(first loss {ref:.6g} vs {losses['cudasteps']:.6g}); the timings would not compare "
+            "the same computation"
+        )
+
+
+def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
+    dev = bench.device
+    gen = torch.Generator(device=dev).manual_seed(1)
+    # requires_grad: in a transformer the block's input is an activation, so the backward computes
+    # its gradient too (the sixth GEMM of the count below).
+    x = torch.randn(batch, d, device=dev, generator=gen).requires_grad_(True)
+    target = torch.randn(batch, d, device=dev, generator=torch.Generator(device=dev).manual_seed(2))
+    flops = ffn_flops(batch, d, h)
+    shape = [batch, d, h]
+    for precision, amp_dtype in _PRECISIONS.items():
+        models = _models(dev, d, h)
+        _first_losses_agree(models, x, target, dev, amp_dtype, precision)
+        case = f"{batch}x{d}->{h}->{d} {precision}"
+        for impl, model in models.items():
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+            step = _train_step(model, opt, dev, amp_dtype)
+            # The harness warms up for 3 calls of a slow fn; a fresh model needs more (the CPU
+            # GEMM library stalled for ~5 steps on new weights, the first steps allocate grads).
+            for _ in range(_WARMUP_STEPS):
+                step(x, target)
+            ms = bench.time(step, [(x, target)])
+            dtype = torch.float32 if amp_dtype is None else amp_dtype
+            bench.record(op="ffn_step", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, flops=flops)
+            del opt, step
+        del models
+        if bench.is_cuda:
+            torch.cuda.empty_cache()
+
+
+def _ddp_step_ms(impl: str, extra_args: list[str]) -> dict:
+    """Runs examples/train_ddp.py on two GPUs; returns its figures {"step_ms": .., "train_ms": ..}."""
+    env = dict(os.environ)
+    env["NCCL_NVLS_ENABLE"] = "0"  # NVLink SHARP multicast: not needed for 2 ranks, and fragile
+    env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0,1")
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(cudasteps.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        _EXAMPLE,
+        "--impl",
+        impl,
+        "--device",
+        "cuda",
+        "--step-time",
+        *extra_args,
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    found = dict(re.findall(r"^(step_ms|train_ms) (\S+)$", proc.stdout, re.MULTILINE))
+    if proc.returncode != 0 or set(found) != {"step_ms", "train_ms"}:
+        raise RuntimeError(
+            f"{' '.join(cmd[3:])} exited with {proc.returncode}:\n"
+            f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        )
+    return {k: float(v) for k, v in found.items()}
+
+
+# (case label, train_ddp.py arguments, per-rank batch, dims)
+_DDP_CONFIGS = [
+    ("example defaults 32->256->256->10, batch 128/rank", [], 128, [32, 256, 256, 10]),
+    (
+        "FFN 1024->4096->1024->10, batch 1024/rank",
+        ["--dims", "1024,4096,1024,10", "--batch-size", "1024", "--samples", "65536", "--epochs", "4"],
+        1024,
+        [1024, 4096, 1024, 10],
+    ),
+]
+
+
+def _ddp_cases(bench) -> None:
+    for case, args, batch, dims in _DDP_CONFIGS:
+        flops = 3 * 2 * batch * sum(a * b for a, b in zip(dims, dims[1:]))  # per rank
+        for impl in ("torch", "cudasteps"):
+            try:
+                figures = _ddp_step_ms(impl, args)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                print(f"bench_e2e: ddp_step {case} {impl} not recorded: {exc}", file=sys.stderr)
+                continue
+            for what, key in (("step with data loading", "step_ms"), ("training step only", "train_ms")):
+                bench.record(
+                    op="ddp_step",
+                    case=f"2 GPUs, {case}, {what}",
+                    impl=impl,
+                    dtype=torch.float32,
+                    shape=[batch, *dims],
+                    ms=figures[key],
+                    flops=flops,
+                )
+
+
+def run(bench):
+    if not bench.is_cuda:
+        # A small FFN on the CPU, so `make bench` without a GPU stays fast.
+        if bench.quick:
+            _ffn_cases(bench, 128, 64, 256)
+        else:
+            _ffn_cases(bench, 512, 256, 1024)
+        return
+    if bench.quick:
+        _ffn_cases(bench, 4096, 1024, 4096)
+    else:
+        _ffn_cases(bench, 8192, 2048, 8192)
+    two_gpus = torch.cuda.device_count() >= 2
+    if two_gpus:
+        _ddp_cases(bench)
+    bench.section(
+        "e2e",
+        "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "
+        "loss, backward, SGD step): torch.nn.Sequential(Linear, GELU, Linear) against "
+        "cudasteps.nn.MLP with the same weights. TFLOP/s counts the step's six GEMMs only "
+        "(3 x 2 x B x 2dh). Under bf16 autocast the torch rows use cuBLAS's bf16 tensor-core "
+        "GEMM; the cudasteps rows use whatever cudasteps.nn.Linear runs under autocast, so the "
+        "ratio is what a user who swaps the modules gets. ddp_step is examples/train_ddp.py's "
+        "own --step-time figures on two GPUs (NCCL): ms per step with the script's data loading "
+        "(DataLoader over a CPU TensorDataset), and ms of the training step alone (forward, "
+        "backward with the gradient all-reduce, SGD step; CUDA events). TFLOP/s is per rank."
+        + ("" if two_gpus else " (Fewer than two CUDA devices were visible: no ddp_step rows.)"),
+    )
