@@ -585,14 +585,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 template <TcType T, class Cfg, bool AK, bool BK>
 void launch_kernel(const TcProblem& p, int config, cudaStream_t stream) {
   auto kernel = tc_cp_async_kernel<T, Cfg, AK, BK>;
-  if constexpr (Cfg::kSmemBytes > 48 * 1024) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(Cfg::kSmemBytes)));
-  }
-  // All of the unified L1/shared storage as shared memory: the operands bypass L1 (cp.async.cg),
-  // and MinBlocks blocks of kSmemBytes must fit on an SM (two 64 KiB blocks for 128x128).
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      int(cudaSharedmemCarveoutMaxShared)));
+  // Up to 72 KiB of dynamic shared memory, and the max-shared carveout: MinBlocks blocks must
+  // fit on an SM (two 64 KiB blocks for 128x128).
+  tc::configure_smem_once(kernel, Cfg::kSmemBytes);
   const TileRaster raster = make_raster(p, Cfg::BM, Cfg::BN, kConfigNames[config]);
   kernel<<<raster.count(), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, raster,
                                                                     Epilogue<T>::from(p));
