@@ -41,8 +41,10 @@ at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim
 }
 
 // at::sum_to through cudasteps::sum: reduce `grad` to `sizes` (leading dims dropped, broadcast
-// size-1 dims kept). Never called with an empty dim list (which would mean "all dims").
-at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<int64_t>& sizes) {
+// size-1 dims kept). Never called with an empty dim list (which would mean "all dims"). Sizes are
+// symbolic: under torch.compile / torch.export with a dynamic batch, plain sizes would pin the
+// batch to the traced value.
+at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<c10::SymInt>& sizes) {
   at::Tensor r = grad;
   const int64_t lead = grad.dim() - int64_t(sizes.size());
   if (lead > 0) {
@@ -52,7 +54,7 @@ at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<int64_t>& size
   }
   std::vector<int64_t> ones;
   for (int64_t d = 0; d < int64_t(sizes.size()); ++d)
-    if (sizes[d] == 1 && r.size(d) != 1) ones.push_back(d);
+    if (sizes[d] == 1 && r.sym_size(d) != 1) ones.push_back(d);
   if (!ones.empty()) r = sum_call(r, ones, true);
   return r;
 }
@@ -86,7 +88,7 @@ class AddmmFunction : public torch::autograd::Function<AddmmFunction> {
     ctx->save_for_backward({a, b});
     ctx->saved_data["beta"] = beta;
     ctx->saved_data["alpha"] = alpha;
-    ctx->saved_data["self_sizes"] = self.sizes().vec();
+    ctx->saved_data["self_sizes"] = self.sym_sizes();
     return addmm_call(self, a, b, beta, alpha);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -96,7 +98,7 @@ class AddmmFunction : public torch::autograd::Function<AddmmFunction> {
     const at::Scalar alpha = ctx->saved_data["alpha"].toScalar();
     at::Tensor grad_self, grad_a, grad_b;
     if (ctx->needs_input_grad(0)) {
-      const auto sizes = ctx->saved_data["self_sizes"].toIntVector();
+      const auto sizes = ctx->saved_data["self_sizes"].toSymIntVector();
       grad_self = sum_to_sizes(grad, sizes);
       if (beta.toDouble() != 1.0) grad_self = grad_self.mul(beta);
     }
@@ -117,7 +119,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
                             const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
     ctx->save_for_backward({input, weight});
     const bool has_bias = bias.has_value() && bias->defined();
-    ctx->saved_data["bias_sizes"] = has_bias ? bias->sizes().vec() : std::vector<int64_t>{};
+    ctx->saved_data["bias_sizes"] = has_bias ? bias->sym_sizes() : c10::SymIntArrayRef();
     ctx->saved_data["has_bias"] = has_bias;
     return linear_call(input, weight, bias);
   }
@@ -125,21 +127,22 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];
-    const int64_t K = weight.size(1), N = weight.size(0);
+    const c10::SymInt K = weight.sym_size(1), N = weight.sym_size(0);
     // grad [..., N] -> [rows, N]; input [..., K] -> [rows, K] (reshape: views when contiguous).
-    int64_t rows = 1;  // explicit: reshape({-1, 0}) is ambiguous when K or N is 0
-    for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.size(d);
-    const at::Tensor grad2d = grad_outputs[0].reshape({rows, N});
+    // Symbolic sizes throughout (see sum_to_sizes).
+    c10::SymInt rows = 1;  // explicit: reshape({-1, 0}) is ambiguous when K or N is 0
+    for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.sym_size(d);
+    const at::Tensor grad2d = grad_outputs[0].reshape_symint({rows, N});
     at::Tensor grad_input, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) {
-      grad_input = mm_call(grad2d, weight).view(input.sizes());  // [rows, N] @ [N, K]
+      grad_input = mm_call(grad2d, weight).view_symint(input.sym_sizes());  // [rows, N] @ [N, K]
     }
     if (ctx->needs_input_grad(1)) {
-      const at::Tensor input2d = input.reshape({rows, K});
+      const at::Tensor input2d = input.reshape_symint({rows, K});
       grad_weight = mm_call(grad2d.t(), input2d);  // [N, rows] @ [rows, K]
     }
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
-      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toIntVector());
+      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toSymIntVector());
     }
     return {grad_input, grad_weight, grad_bias};
   }
