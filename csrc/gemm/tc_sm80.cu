@@ -629,8 +629,8 @@ int64_t tiles_of(const TcProblem& p, int config) {
 // The largest tile that still gives every SM work: 128x256 when it fills two waves (fewer
 // blocks, each reading 3/4 of the bytes per MMA of 128x128), 128x128 when it fills one, then
 // 64x128 and 64x64 for outputs that would leave SMs idle. A config whose shared memory exceeds
-// the device's per-block limit is skipped (all but 128x256 fit the 99 KiB of the smallest sm_80+
-// parts).
+// the device's per-block limit is skipped (today all of them fit the 99 KiB per block of the
+// smallest sm_80+ parts; the check keeps larger future entries safe).
 int choose_config(const TcProblem& p) {
   const int sms = sm_count();
   const size_t smem_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
