@@ -374,36 +374,46 @@ def main(argv=None) -> int:
     bench.on_record = progress.on_record
     bench.measure_ceilings()
     peak = fp32_peak_tflops(device)
-    for fam in families:
+    os.makedirs(args.results_dir, exist_ok=True)
+    name = slug(info["name"]) + ("-quick" if args.quick else "")
+    prefix = os.path.join(args.results_dir, name)
+
+    def write_results(done_families) -> str:
+        """The JSON and the tables of what has run so far: a run stopped part way (a time limit on
+        the GPU machine) keeps every family it finished."""
+        payload = {
+            "device": info,
+            "ceilings": {
+                "copy_gbps": bench.ceilings.copy_gbps,
+                "mm_tflops": bench.ceilings.mm_tflops,
+                "fp32_peak_tflops": peak,
+            },
+            "quick": args.quick,
+            "families": done_families,
+            "records": [r.as_json() for r in bench.records],
+        }
+        with open(prefix + ".json", "w") as f:
+            json.dump(payload, f, indent=1)
+        md = markdown(bench, info, peak, done_families)
+        with open(prefix + ".md", "w") as f:
+            f.write(md + "\n")
+        return md
+
+    for i, fam in enumerate(families):
         progress.start(fam)
         bench.family = fam
         module = importlib.import_module(f"benchmarks.bench_{fam}")
         module.run(bench)
         progress.done()
+        write_results(families[: i + 1])
     progress.close()
 
-    os.makedirs(args.results_dir, exist_ok=True)
-    name = slug(info["name"]) + ("-quick" if args.quick else "")
-    prefix = os.path.join(args.results_dir, name)
-    payload = {
-        "device": info,
-        "ceilings": {
-            "copy_gbps": bench.ceilings.copy_gbps,
-            "mm_tflops": bench.ceilings.mm_tflops,
-            "fp32_peak_tflops": peak,
-        },
-        "quick": args.quick,
-        "families": families,
-        "records": [r.as_json() for r in bench.records],
-    }
-    with open(prefix + ".json", "w") as f:
-        json.dump(payload, f, indent=1)
-    md = markdown(bench, info, peak, families)
+    md = write_results(families)
+    ceilings = {"copy_gbps": bench.ceilings.copy_gbps, "mm_tflops": bench.ceilings.mm_tflops}
     pngs = plots(bench.records, bench.ceilings.copy_gbps, prefix)
-    pngs += ladder_plots(bench.records, payload["ceilings"], prefix)
-    with open(prefix + ".md", "w") as f:
-        f.write(md + "\n")
-        if pngs:
+    pngs += ladder_plots(bench.records, dict(ceilings, fp32_peak_tflops=peak), prefix)
+    if pngs:
+        with open(prefix + ".md", "a") as f:
             f.write("\n" + plots_section(pngs))
     print(md)
     print(f"\nwrote {prefix}.json, {prefix}.md" + (f" and {len(pngs)} plots" if pngs else ""))

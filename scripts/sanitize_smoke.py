@@ -95,6 +95,39 @@ def smoke_gemm(dev):
     b = torch.randn(70, 129, device=dev)
     for v in cudasteps.ladder.variants("gemm") + cudasteps.gemm.CONFIG_VARIANTS:
         check(f"ladder mm {v}", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4)
+    smoke_tensor_cores(dev)
+
+
+def smoke_tensor_cores(dev):
+    """Every tensor-core step (bf16, fp16, fp32 as TF32) on ragged shapes, both layouts, misaligned
+    views (repacked), an addend (addmm), and a split-K shape (a small output with a long K)."""
+    gemm = cudasteps.gemm
+    hopper = torch.cuda.get_device_capability(dev) == (9, 0)
+    steps = [v for v in gemm.TC_LADDER if hopper or v not in gemm.TC_HOPPER_STEPS]
+    tols = {torch.bfloat16: 5e-2, torch.float16: 1e-2, torch.float32: 1e-2}
+    for dtype in gemm.TC_DTYPES:
+        tol = tols[dtype]
+        for m, n, k in [(67, 45, 33), (130, 129, 257), (64, 256, 4096)]:
+            a = (torch.randn(m, k, device=dev) / k**0.5).to(dtype)
+            b = torch.randn(k, n, device=dev).to(dtype)
+            want = a.double() @ b.double()
+            for v in steps:
+                check(f"ladder mm {v} {dtype} {m}x{n}x{k}", gemm.run_ladder(v, a, b), want, tol=tol)
+                at, bt = a.t().contiguous().t(), b.t().contiguous().t()
+                check(f"ladder mm {v} {dtype} TT {m}x{n}x{k}", gemm.run_ladder(v, at, bt), want, tol=tol)
+        base = torch.randn(40 * 36 + 1, device=dev).to(dtype)
+        a, b = base[1:].view(40, 36), torch.randn(36, 29, device=dev).to(dtype)
+        for v in steps:
+            check(
+                f"ladder mm {v} {dtype} misaligned",
+                gemm.run_ladder(v, a, b),
+                a.double() @ b.double(),
+                tol=tol,
+            )
+        if dtype != torch.float32:
+            c = torch.randn(29, device=dev).to(dtype)
+            want = 0.5 * c.double() + 2 * (a.double() @ b.double())
+            check(f"addmm {dtype}", cudasteps.addmm(c, a, b, beta=0.5, alpha=2.0), want, tol=tol)
 
 
 def smoke_elementwise(dev):

@@ -199,6 +199,13 @@ def test_ddp_cpu_gloo_autocast_bf16():
     check_ddp_results(run_ddp("gloo", "cpu", impls, torch.bfloat16), impls, amp=True)
 
 
+def _gloo_teardown_abort(proc) -> bool:
+    """True when the run finished its work (every check printed) and then a rank aborted with
+    std::terminate while tearing gloo down: torch's teardown, not the training."""
+    done = "parameters identical across ranks" in proc.stdout and "train_ms" in proc.stdout
+    return done and "terminate called without an active exception" in proc.stderr + proc.stdout
+
+
 def test_train_ddp_example_cpu():
     """examples/train_ddp.py under torchrun (2 processes, gloo, --standalone picks a free port)."""
     impl = "cudasteps" if not linear_kernel_reason("cpu") else "torch"
@@ -228,6 +235,10 @@ def test_train_ddp_example_cpu():
         "--step-time",
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and _gloo_teardown_abort(proc):
+        # Seen about once in ten runs on a loaded 2-core machine: a rank aborts in gloo's teardown
+        # after the run completed and printed its checks. Once more; a second failure fails.
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "epoch 1: loss" in proc.stdout and "final accuracy" in proc.stdout
     # --step-time: the figures benchmarks/bench_e2e.py reads.

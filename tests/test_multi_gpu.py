@@ -62,7 +62,7 @@ def test_op_on_cuda1_side_stream():
         (lambda a, b: cudasteps.add(a, b), r"cudasteps\.add: .*cuda:1"),
         (
             lambda a, b: cudasteps.copy_(a, b),
-            r"cudasteps\.copy_: src must be on self's device \(cuda:0\), got cuda:1",
+            r"cudasteps\.copy_: src must be on out's device \(cuda:0\), got cuda:1",
         ),
     ],
     ids=["mm", "add", "copy_"],

@@ -62,9 +62,9 @@ COUNTERPARTS = {
 }
 GEMM_OPS = {"mm", "addmm", "nn.functional.linear"}
 
-# The dtypes the gemm ops take. One table, so that widening the gemm ops (half, bf16) is one edit
-# here; every other dtype must be refused with the gemm ops' dtype message.
-GEMM_DTYPES = (torch.float32, torch.float64)
+# The dtypes the gemm ops take (half and bf16 on tensor cores); every other dtype must be refused
+# with the gemm ops' dtype message.
+GEMM_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 OPINFOS = {op.name: op for op in op_db if op.name in COUNTERPARTS and op.variant_test_name == ""}
 assert set(OPINFOS) == set(COUNTERPARTS), set(COUNTERPARTS) - set(OPINFOS)
@@ -111,8 +111,8 @@ REFUSALS = [
     (
         GEMM_OPS,
         lambda s, dtype: dtype not in GEMM_DTYPES,
-        r"cudasteps\.(mm|addmm|linear): \w+ must be float32 or float64, got \w+",
-        "the gemm kernels are float32/float64 (torch.mm serves half/bf16/integer/complex)",
+        r"cudasteps\.(mm|addmm|linear): \w+ must be float32, float64, float16 or bfloat16, got \w+",
+        "the gemm kernels are floating point only (torch.mm serves integer and complex matrices)",
     ),
     (
         {"nn.functional.gelu", "nn.functional.relu", "nn.functional.silu"},

@@ -5,9 +5,14 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "gemm/tc_gemm.h"
 
@@ -166,6 +171,29 @@ struct Epilogue {
     }
   }
 };
+
+// ---- host: kernel attributes ----
+
+// Lets `kernel` use `smem_bytes` of dynamic shared memory (above the default 48 KiB) and asks for
+// the whole unified L1/shared storage as shared memory (the kernels stream operands past L1, and
+// several blocks of a large ring must fit on one SM). cudaFuncSetAttribute costs host time on
+// every call, so this runs once per (kernel, device).
+template <typename Kernel>
+void configure_smem_once(Kernel kernel, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;  // (kernel, device)
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
+                                        int(c10::cuda::current_device())};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count(key)) return;
+  if (smem_bytes > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(smem_bytes)));
+  }
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      int(cudaSharedmemCarveoutMaxShared)));
+  done.insert(key);
+}
 
 }  // namespace tc
 }  // namespace gemm

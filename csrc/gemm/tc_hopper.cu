@@ -34,9 +34,6 @@
 #include <cuda.h>
 
 #include <climits>
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "common/launch.cuh"
 #include "gemm/tc_common.cuh"
@@ -704,19 +701,6 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
   return map;
 }
 
-// cudaFuncSetAttribute once per kernel and device (it costs host time on every call otherwise).
-template <typename Kernel>
-void allow_smem(Kernel kernel, int bytes) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;  // (kernel, device)
-  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
-                                        int(c10::cuda::current_device())};
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (done.count(key)) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  done.insert(key);
-}
-
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
@@ -756,7 +740,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const int tiles = p.raster.count();
   if (which == HopperKernel::kCpAsync) {
     auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
-    allow_smem(kernel, Cfg::kSmemBytes);
+    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
@@ -765,7 +749,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
   if (which == HopperKernel::kTma) {
     auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
-    allow_smem(kernel, Cfg::kSmemBytes);
+    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
@@ -784,7 +768,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
   auto kernel = wgmma_ws_kernel<T, BN, AK, BKm>;
-  allow_smem(kernel, Cfg::kWsSmemBytes);
+  tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
   const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
   kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
