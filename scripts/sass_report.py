@@ -3,8 +3,9 @@
     python scripts/sass_report.py sass.txt
 
 For each kernel: counts of LDG.E.128 / STG.E.128 (16-byte global loads / stores), all LDG/STG,
-LDS.128, and LDL/STL (local memory: a spilled or dynamically indexed register array). Kernels with
-local-memory accesses are flagged.
+LDS.128, LDL/STL (local memory: a spilled or dynamically indexed register array), and the matrix
+instructions: HMMA (mma.sync) and HGMMA (Hopper wgmma). Kernels with local-memory accesses are
+flagged.
 """
 
 import re
@@ -21,6 +22,8 @@ PATTERNS = {
     "STG": re.compile(r"\bSTG\b|\bSTG\."),
     "LDS.128": re.compile(r"\bLDS\.128\b|\bLDS\.[A-Z.]*128\b"),
     "LDL/STL": re.compile(r"\b(LDL|STL)\b|\b(LDL|STL)\."),
+    "HMMA": re.compile(r"\bHMMA\."),
+    "HGMMA": re.compile(r"\bHGMMA\."),
 }
 
 
@@ -47,13 +50,16 @@ def main(path):
             if pattern.search(line):
                 kernels[current][column] += 1
     names = demangle(list(kernels))
-    print(f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7}  kernel")
+    print(
+        f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7} "
+        f"{'HMMA':>5} {'HGMMA':>5}  kernel"
+    )
     for k, name in zip(kernels.values(), names):
         flag = "  <-- local memory" if k["LDL/STL"] else ""
         short = re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))[:110]
         print(
             f"{k['LDG.128']:>7} {k['STG.128']:>7} {k['LDG']:>5} {k['STG']:>5} {k['LDS.128']:>7} "
-            f"{k['LDL/STL']:>7}  {short}{flag}"
+            f"{k['LDL/STL']:>7} {k['HMMA']:>5} {k['HGMMA']:>5}  {short}{flag}"
         )
 
 
