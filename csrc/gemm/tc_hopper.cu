@@ -14,8 +14,10 @@
 //                     run wgmma; full/empty mbarriers instead of block-wide barriers, one k-tile
 //                     of wgmmas kept in flight while the previous stage is released; one block
 //                     per SM walking the output tiles in a grouped (L2-friendly) order, so the
-//                     loads of one tile overlap the epilogue of the last. Outputs too small to
-//                     fill the SMs are split along K (fp32 partials, added in a fixed order).
+//                     loads of one tile overlap the epilogue of the last; the epilogue stages the
+//                     output through swizzled shared memory and writes it with TMA stores.
+//                     Outputs too small to fill the SMs are split along K (fp32 partials, added
+//                     in a fixed order).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
