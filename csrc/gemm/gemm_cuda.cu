@@ -215,7 +215,6 @@ void launch_epilogue(const T* partial, int splits, int64_t M, int64_t N, T* out,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-
 // ---- tensor cores: operands as the kernels read them ----
 
 // One operand of a TcProblem: `k_major` as in TcProblem (A row-major, B column-major).
@@ -294,7 +293,10 @@ TcOperand tc_k_major_copy(const at::Tensor& t, bool is_b) {
     r.ptr = k_rows.const_data_ptr();
     r.ld = k_rows.size(1);
     r.k_major = true;
-    if (k_rows.size(0) <= 1) r.ld = std::max<int64_t>(ceil_div<int64_t>(r.ld, 16 / eb) * (16 / eb), 16 / eb);
+    const int64_t align = 16 / eb;  // one row: ld never steps, keep it a 16-byte multiple
+    if (k_rows.size(0) <= 1) {
+      r.ld = std::max<int64_t>(ceil_div<int64_t>(r.ld, align) * align, align);
+    }
     return r;
   }
   return tc_aligned_copy(is_b ? k_rows.t() : k_rows, is_b, true);
