@@ -47,9 +47,9 @@ def _run(cmd, **kwargs) -> str:
 
 def _outer_pip_can_target() -> bool:
     """pip >= 22.3 installs into another interpreter's environment (`pip --python`)."""
-    import pip
+    from importlib.metadata import version  # not `import pip`: that patches distutils in this process
 
-    return tuple(int(p) for p in pip.__version__.split(".")[:2] if p.isdigit()) >= (22, 3)
+    return tuple(int(p) for p in version("pip").split(".")[:2] if p.isdigit()) >= (22, 3)
 
 
 def _venv_with_torch(env_dir: Path) -> Path:
