@@ -21,6 +21,26 @@ def tol(dtype):
     return F32_TOL if dtype == torch.float32 else F64_TOL
 
 
+# Reduced-precision outputs are compared with a float64 product of the SAME (rounded) operands, so
+# the error measured is the kernel's own: fp32 accumulation (sqrt(K) * 2^-24, negligible) plus one
+# rounding of each output to the dtype (half an ulp: 2^-9 bf16, 2^-12 fp16). TF32 also rounds each
+# operand to 10 mantissa bits inside the tensor core (relative 2^-11 each; the Hopper instruction
+# truncates, 2^-10), so its bound is on the operand rounding.
+
+HALF_DTYPES = [torch.bfloat16, torch.float16]
+# Bound on ||out - ref|| / ||ref||: a few units of the dtype's rounding, plus accumulation error.
+HALF_EPS = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-10}
+
+
+def half_tol(dtype, k):
+    return 2 * HALF_EPS[dtype] + 4 * (max(k, 1) ** 0.5) * 2.0**-24
+
+
+def gemm_tol(dtype, k):
+    """The bound for a product in `dtype` with inner dimension k (tensor cores for half types)."""
+    return half_tol(dtype, k) if dtype in HALF_DTYPES else tol(dtype)
+
+
 def layout(t, transposed):
     """The same values with column-major storage when ``transposed``."""
     return t.t().contiguous().t() if transposed else t
@@ -40,19 +60,27 @@ CUDA_SHAPES = CPU_SHAPES + [
 ]
 
 
+# Half types on CUDA also get rows that are not 16-byte aligned (K = 4099: repacked for the
+# tensor-core kernels) and a K of exactly one k-tile.
+HALF_CUDA_SHAPES = CUDA_SHAPES + [(513, 515, 4099), (300, 520, 64)]
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64] + HALF_DTYPES)
 @pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
 @pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
 def test_mm_layouts(device, dtype, ta, tb):
-    shapes = CPU_SHAPES if device == "cpu" else CUDA_SHAPES
+    if device == "cpu":
+        shapes = CPU_SHAPES
+    else:
+        shapes = HALF_CUDA_SHAPES if dtype in HALF_DTYPES else CUDA_SHAPES
     for i, (m, n, k) in enumerate(shapes):
         a = layout(make_tensor((m, k), dtype, device, seed=i), ta)
         b = layout(make_tensor((k, n), dtype, device, seed=100 + i), tb)
         out = cudasteps.mm(a, b)
         assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
         err = rel_err(out, ref_mm(a, b))
-        assert err < tol(dtype), f"{(m, n, k)} ta={ta} tb={tb}: rel err {err}"
+        assert err < gemm_tol(dtype, k), f"{(m, n, k)} ta={ta} tb={tb}: rel err {err}"
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -390,20 +418,7 @@ def test_ladder_module_lists_gemm():
 
 
 # ---------------------------------------------------------------- bf16 / fp16 / TF32 (tensor cores)
-#
-# Reduced-precision outputs are compared with a float64 product of the SAME (rounded) operands, so
-# the error measured is the kernel's own: fp32 accumulation (sqrt(K) * 2^-24, negligible) plus one
-# rounding of each output to the dtype (half an ulp: 2^-9 bf16, 2^-12 fp16). TF32 also rounds each
-# operand to 10 mantissa bits inside the tensor core (relative 2^-11 each; the Hopper instruction
-# truncates, 2^-10), so its bound is on the operand rounding.
-
-HALF_DTYPES = [torch.bfloat16, torch.float16]
-# Bound on ||out - ref|| / ||ref||: a few units of the dtype's rounding, plus accumulation error.
-HALF_EPS = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-10}
-
-
-def half_tol(dtype, k):
-    return 2 * HALF_EPS[dtype] + 4 * (max(k, 1) ** 0.5) * 2.0**-24
+# (The tolerances are at the top of the file; the layout test above covers the half types too.)
 
 
 class tf32_mode:
@@ -418,27 +433,6 @@ class tf32_mode:
 
     def __exit__(self, *exc):
         torch.backends.cuda.matmul.allow_tf32 = self.saved
-
-
-# The fp32 shapes, plus rows that are not 16-byte aligned (K = 4099: repacked) and a K of exactly
-# one k-tile.
-TC_CPU_SHAPES = CPU_SHAPES
-TC_CUDA_SHAPES = CUDA_SHAPES + [(513, 515, 4099), (300, 520, 64)]
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", HALF_DTYPES)
-@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
-@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
-def test_mm_half_layouts(device, dtype, ta, tb):
-    shapes = TC_CPU_SHAPES if device == "cpu" else TC_CUDA_SHAPES
-    for i, (m, n, k) in enumerate(shapes):
-        a = layout(make_tensor((m, k), dtype, device, seed=i), ta)
-        b = layout(make_tensor((k, n), dtype, device, seed=100 + i), tb)
-        out = cudasteps.mm(a, b)
-        assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
-        err = rel_err(out, ref_mm(a, b))
-        assert err < half_tol(dtype, k), f"{(m, n, k)} ta={ta} tb={tb}: rel err {err}"
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -40,11 +40,13 @@
 // switch (torch.backends.cuda.matmul.allow_tf32, or set_float32_matmul_precision "high"/"medium")
 // is on, read from at::globalContext() per call. Kernel choice: on a Hopper GPU (and a build with
 // the sm_90a kernels) the warp-specialized wgmma/TMA kernel; elsewhere (sm_80+) the multistage
-// cp.async + ldmatrix kernel; the plain mma.sync kernel only where neither can read the operands.
+// cp.async + ldmatrix kernel (the plain mma.sync kernel is the tc:mma ladder step, run by name).
 // Operands TMA / cp.async cannot read in place (base or leading dimension not 16-byte aligned) are
 // first repacked by cudasteps::copy_ into a buffer whose rows are padded to 16 bytes: one pass over
 // the operand, small next to the product, and it lets ragged shapes (K = 4099) run the fast kernels.
-// TF32 wgmma reads K-major operands only: other TF32 layouts go through cudasteps::transpose first.
+// TF32 wgmma reads K-major operands only: other TF32 layouts are written K-major into such a
+// buffer by cudasteps::transpose_ (one pass when the rows need no padding; into padded rows
+// transpose_ stages through a contiguous buffer, a second pass).
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -52,6 +54,7 @@
 
 #include <climits>
 
+#include "common/autograd.h"
 #include "common/launch.cuh"
 #include "common/vec.cuh"
 #include "gemm/gemm_cuda.h"
@@ -225,19 +228,10 @@ struct TcOperand {
   bool k_major = true;
 };
 
-// copy_(Tensor(a!) out, Tensor src): the mutated argument is a non-const reference in the schema.
-const c10::TypedOperatorHandle<void(at::Tensor&, const at::Tensor&)>& copy_into_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("cudasteps::copy_", "")
-                             .typed<void(at::Tensor&, const at::Tensor&)>();
-  return op;
-}
-
-const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& transpose_op() {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("cudasteps::transpose", "")
-                             .typed<at::Tensor(const at::Tensor&)>();
-  return op;
+// The shortest leading dimension, at least `cols`, that starts every row on a 16-byte boundary.
+int64_t padded_ld(int64_t cols, int64_t elem_bytes) {
+  const int64_t align = 16 / elem_bytes;
+  return std::max<int64_t>(ceil_div<int64_t>(cols, align) * align, align);
 }
 
 // `t` (rows x cols) read in place: row- or column-major (make_operand copies other strides). A
@@ -252,54 +246,40 @@ TcOperand tc_operand(const at::Tensor& t, bool is_b) {
   r.k_major = is_b ? o.col_major : !o.col_major;
   const int64_t stepped = o.col_major ? t.size(1) : t.size(0);
   const int64_t contiguous = o.col_major ? t.size(0) : t.size(1);
-  const int64_t align = 16 / int64_t(t.element_size());
-  if (stepped <= 1) r.ld = std::max<int64_t>(ceil_div<int64_t>(contiguous, align) * align, align);
+  if (stepped <= 1) r.ld = padded_ld(contiguous, t.element_size());
   return r;
 }
 
 bool tc_operand_aligned(const TcOperand& o, int64_t elem_bytes) {
-  return reinterpret_cast<uintptr_t>(o.ptr) % 16 == 0 && (o.ld * elem_bytes) % 16 == 0;
+  return tc_rows_16b_aligned(o.ptr, o.ld, elem_bytes);
 }
 
-// The same layout, in a fresh buffer whose leading dimension is padded to 16 bytes.
-TcOperand tc_aligned_copy(const at::Tensor& t, bool is_b, bool k_major) {
-  // The operand as a row-major [stepped, contiguous] view of its storage order.
+// `t` rewritten into a fresh buffer whose rows are padded to 16 bytes, in the layout `k_major`
+// asks for (A row-major / B column-major when true): cudasteps::copy_ when that is the layout
+// `current` already has (one pass), cudasteps::transpose_ when it flips it (one pass, or two when
+// the rows are padded: transpose_ writes a non-contiguous out through a contiguous buffer).
+TcOperand tc_repack(const at::Tensor& t, const TcOperand& current, bool is_b, bool k_major) {
+  static const auto copy_op = typed_op<void(at::Tensor&, const at::Tensor&)>("copy_");
+  static const auto transpose_op = typed_op<void(at::Tensor&, const at::Tensor&)>("transpose_");
+  // The operand as a [stepped, contiguous] view in the storage order asked for.
   const bool col_major = is_b ? k_major : !k_major;
-  const at::Tensor src = col_major ? t.t() : t;
-  const int64_t rows = src.size(0), cols = src.size(1);
-  const int64_t align = 16 / int64_t(t.element_size());
-  const int64_t ld = std::max<int64_t>(ceil_div<int64_t>(cols, align) * align, align);
+  const at::Tensor rows_view = col_major ? t.t() : t;
+  const int64_t rows = rows_view.size(0), cols = rows_view.size(1);
+  const int64_t ld = padded_ld(cols, t.element_size());
   at::Tensor buf = at::empty({rows, ld}, t.options());
   at::Tensor window = buf.narrow(1, 0, cols);
-  copy_into_op().call(window, src);
+  if (current.k_major == k_major) {
+    copy_op.call(window, rows_view);
+  } else {
+    // rows_view.t() is `t` in its own storage order: the transpose kernel reads it in place.
+    transpose_op.call(window, rows_view.t());
+  }
   TcOperand r;
   r.holder = buf;
   r.ptr = buf.const_data_ptr();
   r.ld = ld;
   r.k_major = k_major;
   return r;
-}
-
-// A K-major copy (A row-major, B column-major) through the transpose kernel, rows padded to 16
-// bytes when K is not a multiple of 16 bytes.
-TcOperand tc_k_major_copy(const at::Tensor& t, bool is_b) {
-  // A [M, K] column-major: t.t() is a row-major [K, M]; its transpose is A row-major.
-  // B [K, N] row-major: its transpose is [N, K] row-major, i.e. B column-major.
-  const at::Tensor k_rows = transpose_op().call(is_b ? t : t.t());  // [M or N, K] contiguous
-  const int64_t eb = t.element_size();
-  if ((k_rows.size(1) * eb) % 16 == 0 || k_rows.size(0) <= 1) {
-    TcOperand r;
-    r.holder = k_rows;
-    r.ptr = k_rows.const_data_ptr();
-    r.ld = k_rows.size(1);
-    r.k_major = true;
-    const int64_t align = 16 / eb;  // one row: ld never steps, keep it a 16-byte multiple
-    if (k_rows.size(0) <= 1) {
-      r.ld = std::max<int64_t>(ceil_div<int64_t>(r.ld, align) * align, align);
-    }
-    return r;
-  }
-  return tc_aligned_copy(is_b ? k_rows.t() : k_rows, is_b, true);
 }
 
 const char* tc_kernel_name(TcKernel k) {
@@ -357,12 +337,12 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
                     prop->major, ".", prop->minor);
     // TF32 wgmma reads K-major operands only: others are transposed once by cudasteps::transpose.
     // (bf16/fp16 are read in place either way.)
-    if (type == TcType::kTF32 && !a.k_major) a = tc_k_major_copy(a_t, false);
-    if (type == TcType::kTF32 && !b.k_major) b = tc_k_major_copy(b_t, true);
+    if (type == TcType::kTF32 && !a.k_major) a = tc_repack(a_t, a, false, true);
+    if (type == TcType::kTF32 && !b.k_major) b = tc_repack(b_t, b, true, true);
   }
   if (kernel != TcKernel::kMma) {
-    if (!tc_operand_aligned(a, eb)) a = tc_aligned_copy(a_t, false, a.k_major);
-    if (!tc_operand_aligned(b, eb)) b = tc_aligned_copy(b_t, true, b.k_major);
+    if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
+    if (!tc_operand_aligned(b, eb)) b = tc_repack(b_t, b, true, b.k_major);
   }
 
   TcProblem p;
@@ -394,11 +374,11 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   if (kernel == TcKernel::kCpAsync && !tc_cp_async_supports(p)) {
     // A layout the cp.async kernel does not read (tf32 MN-major): transpose to K-major.
     if (!p.a_kmajor) {
-      a = tc_k_major_copy(a_t, false);
+      a = tc_repack(a_t, a, false, true);
       p.a = a.ptr, p.lda = a.ld, p.a_kmajor = true;
     }
     if (!p.b_kmajor) {
-      b = tc_k_major_copy(b_t, true);
+      b = tc_repack(b_t, b, true, true);
       p.b = b.ptr, p.ldb = b.ld, p.b_kmajor = true;
     }
     CUDASTEPS_CHECK(tc_cp_async_supports(p), "ladder_mm", tc_kernel_name(kernel),

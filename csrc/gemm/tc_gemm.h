@@ -44,12 +44,17 @@ struct TcProblem {
   int64_t add_s0 = 0, add_s1 = 0;
 };
 
-// True when `p`'s operands can be read with 16-byte accesses: base pointers 16-byte aligned and
-// leading dimensions a multiple of 16 bytes (the cp.async and TMA paths need it).
+// True when a matrix at `ptr` with leading dimension `ld` (elements of `elem_bytes`) can be read
+// with 16-byte accesses: the base 16-byte aligned and every row starting on a 16-byte boundary.
+inline bool tc_rows_16b_aligned(const void* ptr, int64_t ld, int64_t elem_bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && (ld * elem_bytes) % 16 == 0;
+}
+
+// True when both operands of `p` can be read with 16-byte accesses (the cp.async and TMA paths
+// need it).
 inline bool tc_operands_16b_aligned(const TcProblem& p) {
   const int64_t eb = tc_elem_bytes(p.type);
-  return reinterpret_cast<uintptr_t>(p.a) % 16 == 0 && reinterpret_cast<uintptr_t>(p.b) % 16 == 0 &&
-         (p.lda * eb) % 16 == 0 && (p.ldb * eb) % 16 == 0;
+  return tc_rows_16b_aligned(p.a, p.lda, eb) && tc_rows_16b_aligned(p.b, p.ldb, eb);
 }
 
 // ---- sm_80+ (mma.sync), tc_sm80.cu ----
