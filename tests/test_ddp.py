@@ -303,9 +303,12 @@ def test_mlp_init_matches_torch():
     ref = train_ddp.torch_mlp([8, 16, 4])
     torch.manual_seed(5)
     mine = cnn.MLP([8, 16, 4])
-    assert torch.equal(mine.layers[0].weight, ref[0].weight) and torch.equal(mine.layers[1].bias, ref[0].bias)
-    assert torch.equal(mine.layers[2].weight, ref[2].weight) and torch.equal(mine.layers[3].bias, ref[2].bias)
-    assert mine.layers[3].act == "none"
+    (w0, b0), (w1, b1) = mine.linear_params()
+    assert torch.equal(w0, ref[0].weight) and torch.equal(b0, ref[0].bias)
+    assert torch.equal(w1, ref[2].weight) and torch.equal(b1, ref[2].bias)
+    # Hidden layer: bias fused into the activation; output layer: bias in the matmul epilogue.
+    assert isinstance(mine.layers[1], cnn.BiasAct) and mine.layers[1].act == "gelu"
+    assert isinstance(mine.layers[2], cnn.Linear) and mine.layers[2].bias is b1 and len(mine.layers) == 3
 
 
 # ---- one GPU: streams, cuda:1, autocast, torch.compile ------------------------------------------

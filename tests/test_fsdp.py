@@ -48,7 +48,7 @@ def _linear_params(impl: str, model: nn.Module) -> list:
     """[(weight, bias), ...] per layer, in order, whatever the module structure."""
     if impl == "torch":
         return [(m.weight, m.bias) for m in model if isinstance(m, nn.Linear)]
-    return [(model.layers[2 * i].weight, model.layers[2 * i + 1].bias) for i in range(len(DIMS) - 1)]
+    return model.linear_params()
 
 
 def _full(t: torch.Tensor) -> torch.Tensor:
@@ -156,7 +156,7 @@ def test_fsdp2_cuda_nccl():
 
 def test_mlp_modules_shard_like_torch_linears():
     # FSDP2 shards each parameter on dim 0: the cudasteps MLP has the same parameter shapes as
-    # the torch.nn stack, only split differently between modules (bias on BiasAct).
+    # the torch.nn stack, only split differently between modules (hidden biases on BiasAct).
     ref = train_ddp.build_model("torch", DIMS, "gelu", seed=0)
     ours = train_ddp.build_model("cudasteps", DIMS, "gelu", seed=0)
     assert isinstance(ours, cnn.MLP)

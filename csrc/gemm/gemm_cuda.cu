@@ -288,13 +288,15 @@ const char* tc_kernel_name(TcKernel k) {
     case TcKernel::kCpAsync: return "tc:ldmatrix_cp_async";
     case TcKernel::kWgmma: return "tc:wgmma";
     case TcKernel::kWgmmaTma: return "tc:wgmma_tma";
-    case TcKernel::kFinal: return "tc:ws_persistent";
+    case TcKernel::kWsPersistent: return "tc:ws_persistent";
+    case TcKernel::kWsMulticast: return "tc:ws_multicast";
     default: return "tc:final";
   }
 }
 
 bool is_hopper_kernel(TcKernel k) {
-  return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kFinal;
+  return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kWsPersistent ||
+         k == TcKernel::kWsMulticast || k == TcKernel::kFinal;
 }
 
 }  // namespace
@@ -389,6 +391,8 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     case TcKernel::kCpAsync: tc_cp_async_launch(p, cp_async_config, stream); break;
     case TcKernel::kWgmma: tc_wgmma_launch(p, stream); break;
     case TcKernel::kWgmmaTma: tc_wgmma_tma_launch(p, stream); break;
+    case TcKernel::kWsPersistent: tc_ws_persistent_launch(p, stream); break;
+    case TcKernel::kWsMulticast: tc_ws_multicast_launch(p, stream); break;
     default: tc_hopper_final_launch(p, stream); break;
   }
   return out;

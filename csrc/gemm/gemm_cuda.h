@@ -18,8 +18,18 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add
                      double beta, int force_config = -1, int force_splits = 0);
 
 // The tensor-core kernels ladder_mm can force by name ("tc:<step>"); kAuto is the dispatcher's
-// choice (what mm / addmm / linear run).
-enum class TcKernel { kAuto, kMma, kCpAsync, kWgmma, kWgmmaTma, kFinal };
+// choice (what mm / addmm / linear run): kFinal on Hopper, kCpAsync elsewhere. kFinal is the
+// Hopper kernels' own choice between ws_persistent and ws_multicast.
+enum class TcKernel {
+  kAuto,
+  kMma,
+  kCpAsync,
+  kWgmma,
+  kWgmmaTma,
+  kWsPersistent,
+  kWsMulticast,
+  kFinal
+};
 
 // out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or
 // float32 with type kTF32. Any strides (operands the chosen kernel cannot read in place are

@@ -25,6 +25,7 @@
 //   tc:wgmma               Hopper warpgroup MMA from shared memory (tc_hopper.cu)
 //   tc:wgmma_tma           + TMA loads into a multistage ring on mbarriers
 //   tc:ws_persistent       + warp specialization, persistent rasterized tiles
+//   tc:ws_multicast        + clusters of two CTAs sharing the B tile through TMA multicast
 //   tc:final               the dispatcher's choice (what mm runs for these dtypes)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -213,7 +214,7 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
-    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:final";
+    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast, tc:final";
 
 at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::string& variant) {
   const auto dtype = self.scalar_type();
@@ -242,7 +243,9 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   } else if (step == "wgmma_tma") {
     kernel = TcKernel::kWgmmaTma;
   } else if (step == "ws_persistent") {
-    kernel = TcKernel::kFinal;
+    kernel = TcKernel::kWsPersistent;
+  } else if (step == "ws_multicast") {
+    kernel = TcKernel::kWsMulticast;
   } else {
     CUDASTEPS_CHECK(step == "final", kOp, "variant must be one of ", kLadderNames, ", got '",
                     variant, "'");

@@ -36,6 +36,11 @@
 #include <cuda.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "common/launch.cuh"
 #include "gemm/tc_common.cuh"
@@ -230,6 +235,54 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 #endif
 }
 
+// The same box, written to the same shared-memory offset in every CTA of the cluster named in
+// `cta_mask` (bit i: CTA rank i), each CTA's copy of `bar` counting the bytes it received.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map,
+                                                      uint64_t* bar, int k, int row,
+                                                      uint16_t cta_mask) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(k), "r"(row), "h"(cta_mask)
+      : "memory");
+#endif
+}
+
+// This CTA's rank in its cluster (0 without clusters).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank = 0;
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+#endif
+  return rank;
+}
+
+// Every thread of every CTA of the cluster arrives, then waits for all of them (release/acquire:
+// shared-memory writes before it, barrier initialisation included, are seen by the whole cluster).
+__device__ __forceinline__ void cluster_sync() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+#endif
+}
+
+// Arrives on the barrier at the address of `bar` in the shared memory of cluster CTA `cta`
+// (which may be this one).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+#endif
+}
+
 // One box of shared memory (written in the 128-byte swizzle) to a 2-D tensor map at (col, row);
 // the parts of the box outside the tensor are not written. Completion is tracked per thread with
 // bulk groups (commit, then wait until the shared memory has been read).
@@ -291,7 +344,8 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
 // kStoreBoxes boxes (64 rows x 128 bytes of columns) into `staging` in the 128-byte swizzle (the
 // 8 rows a warp writes at once land in 8 different 16-byte bank groups: no conflicts), then one
 // thread stores the boxes with the TMA, which clips them at the matrix edge. The stores run on
-// while the warpgroup starts its next tile; only their reads of `staging` are waited for.
+// while the warpgroup starts its next tile; only their reads of `staging` are waited for, before
+// `staging` is written again.
 template <TcType T, int BN>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
@@ -304,6 +358,10 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
 #pragma unroll
   for (int round = 0; round < BN / kRoundCols; ++round) {
+    // The last round's stores (of this tile or the one before) must have read `staging`; they
+    // are waited for only now, so a tile's final stores run on under the next tile's main loop.
+    if (t == 0) bulk_wait_read();
+    warpgroup_barrier(bar_id);
 #pragma unroll
     for (int j = round * kRoundCols / 8; j < (round + 1) * kRoundCols / 8; ++j) {
 #pragma unroll
@@ -332,9 +390,7 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                      int(m0));
       }
       bulk_commit();
-      bulk_wait_read();
     }
-    warpgroup_barrier(bar_id);  // staging may be rewritten
   }
 }
 
@@ -365,16 +421,23 @@ struct HopperParams {
 
 // TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
 // K-major: one box of BK x Rows. MN-major: Rows / 64 boxes of 64 (MN) x BK, one block each.
+// cta_mask != 0: multicast to those CTAs of the cluster (tma_load_2d_multicast).
 template <bool KMajor, int Rows, int BK>
 __device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
-                                         int mn0, int kt) {
-  if constexpr (KMajor) {
-    tma_load_2d(dst, map, bar, kt * BK, mn0);
-  } else {
-#pragma unroll
-    for (int blk = 0; blk < Rows / 64; ++blk) {
-      tma_load_2d(dst + blk * BK * 128, map, bar, mn0 + blk * 64, kt * BK);
+                                         int mn0, int kt, uint16_t cta_mask = 0) {
+  auto box = [&](uint8_t* to, int inner, int outer) {
+    if (cta_mask) {
+      tma_load_2d_multicast(to, map, bar, inner, outer, cta_mask);
+    } else {
+      tma_load_2d(to, map, bar, inner, outer);
     }
+  };
+  if constexpr (KMajor) {
+    box(dst, kt * BK, mn0);
+  } else {
+    static_assert(Rows % 64 == 0, "MN-major tiles are whole 64-element blocks");
+#pragma unroll
+    for (int blk = 0; blk < Rows / 64; ++blk) box(dst + blk * BK * 128, mn0 + blk * 64, kt * BK);
   }
 }
 
@@ -525,29 +588,48 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
   }
 }
 
-template <TcType T, int BN, bool AK, bool BKm>
+// Ctas = 2 (tc:ws_multicast): the kernel runs in clusters of two CTAs on vertically adjacent tiles
+// (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
+// one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
+// stage out of L2 (A + B/2 instead of A + B); at 128 x 256 tiles L2 bandwidth, not the tensor
+// cores, is what the single-CTA kernel runs into. A stage may be refilled only when the consumers
+// of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote mbarrier
+// arrives), and each CTA's empty barrier counts both CTAs' warps.
+template <TcType T, int BN, bool AK, bool BKm, int Ctas>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
                     const __grid_constant__ CUtensorMap map_out, const HopperParams p,
                     const Epilogue<T> ep) {
+  static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
   using Cfg = HopperCfg<T, BN>;
   constexpr int S = Cfg::kStages;
+  constexpr int kConsumerWarps = 8;
+  constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
   uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
   uint64_t* empty = full + S;
+  const uint32_t rank = Ctas == 1 ? 0 : cluster_rank();
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbar_init(&full[s], 1);     // the producer's arrive (plus the TMA bytes)
-      mbar_init(&empty[s], 256);  // every consumer thread, once its wgmmas have read the stage
+      mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes of every CTA)
+      mbar_init(&empty[s], kConsumerWarps * Ctas);  // each consumer warp of each CTA, once read
     }
     fence_barrier_init();
   }
-  __syncthreads();
-  // Work units: (tile, k range); consecutive units are the k ranges of one tile.
+  // The peer CTA's multicasts and arrives land on these barriers: they must be initialised first.
+  if constexpr (Ctas == 1) {
+    __syncthreads();
+  } else {
+    cluster_sync();
+  }
+  // Work units: (tile group, k range); consecutive units are the k ranges of one tile group. A
+  // tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster counts
+  // groups: its tiles_m is ceil(tiles / Ctas)).
   const int units = p.raster.count() * p.splits;
+  const int first_unit = int(blockIdx.x) / Ctas, unit_step = int(gridDim.x) / Ctas;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
@@ -556,9 +638,10 @@ __global__ void __launch_bounds__(384, 1)
 #endif
     if (threadIdx.x == 0) {
       int stage = 0, phase = 0;
-      for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        int tm, tn;
-        p.raster.coords(unit / p.splits, tm, tn);
+      for (int unit = first_unit; unit < units; unit += unit_step) {
+        int tg, tn;
+        p.raster.coords(unit / p.splits, tg, tn);
+        const int tm = tg * Ctas + int(rank);
         const int kb = (unit % p.splits) * p.k_tiles_per_split;
         const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
         for (int kt = kb; kt < ke; ++kt) {
@@ -566,7 +649,10 @@ __global__ void __launch_bounds__(384, 1)
           uint8_t* dst = ring + stage * Cfg::kStageBytes;
           mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
           tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
-          tma_tile<BKm, BN, Cfg::BK>(dst + Cfg::kABytes, &map_b, &full[stage], tn * BN, kt);
+          // This CTA's rows of B sit at the same place in the tile (and in both CTAs' rings).
+          tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + int(rank) * kBRows * 128, &map_b,
+                                         &full[stage], tn * BN + int(rank) * kBRows, kt,
+                                         Ctas == 1 ? 0 : (1 << Ctas) - 1);
           if (++stage == S) stage = 0, phase ^= 1;
         }
       }
@@ -576,11 +662,22 @@ __global__ void __launch_bounds__(384, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 #endif
     const int cwg = wg - 1;  // which 64-row half of the tile
+    const bool releaser = threadIdx.x % 32 == 0;
+    auto release = [&](int s) {
+      if (!releaser) return;
+      if constexpr (Ctas == 1) {
+        mbar_arrive(&empty[s]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < Ctas; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
+      }
+    };
     int stage = 0, phase = 0;
     float d[Cfg::kAccs];
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-      int tm, tn;
-      p.raster.coords(unit / p.splits, tm, tn);
+    for (int unit = first_unit; unit < units; unit += unit_step) {
+      int tg, tn;
+      p.raster.coords(unit / p.splits, tg, tn);
+      const int tm = tg * Ctas + int(rank);
       const int split = unit % p.splits;
       const int kb = split * p.k_tiles_per_split;
       const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
@@ -594,16 +691,19 @@ __global__ void __launch_bounds__(384, 1)
         wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
         wgmma_commit();
         // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
-        // the tensor cores never wait for the release round trip.
+        // the tensor cores never wait for the release round trip. The wait is warp-wide, so one
+        // lane releases for its warp.
         wgmma_wait<1>();
         keep_live(d);
-        if (prev >= 0) mbar_arrive(&empty[prev]);
+        if (prev >= 0) release(prev);
         prev = stage;
         if (++stage == S) stage = 0, phase ^= 1;
       }
       wgmma_wait<0>();
       keep_live(d);
-      if (prev >= 0) mbar_arrive(&empty[prev]);
+      if (prev >= 0) release(prev);
+      // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
+      // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
       if (p.splits == 1 && p.tma_store) {
         store_accumulators_tma<T, BN>(ep, &map_out, d, m0, n0,
@@ -616,6 +716,8 @@ __global__ void __launch_bounds__(384, 1)
     }
     if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
   }
+  // No CTA may leave while its peer can still multicast into its ring or arrive on its barriers.
+  if constexpr (Ctas == 2) cluster_sync();
 }
 
 // out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
@@ -703,17 +805,56 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
   return map;
 }
 
-enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized };
+// kFinal: the dispatcher's choice between kWarpSpecialized and kMulticast (final_uses_multicast).
+enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kFinal };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
 // at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
 constexpr int kSplitMinKTiles = 8;
 constexpr int kSplitMax = 16;
 
+// The final kernel's choice between tc:ws_persistent and tc:ws_multicast. Measured on an H100,
+// the multicast kernel ran at half the single-CTA kernel's rate on every shape (first version):
+// until it pays, the final kernel does not use it.
+bool final_uses_multicast(int tiles_m, int splits) {
+  (void)tiles_m, (void)splits;
+  return false;
+}
+
 int choose_splits(int tiles, int k_tiles, int sms) {
   if (tiles * 2 > sms) return 1;
   const int want = std::min(sms / tiles, kSplitMax);
   return std::max(1, std::min(want, k_tiles / kSplitMinKTiles));
+}
+
+// Clusters of `ctas` CTAs of `kernel` that can be resident at once (the persistent grid's size).
+template <typename Kernel>
+int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> known;  // (kernel, device) -> clusters
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
+                                        int(c10::cuda::current_device())};
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(unsigned(ctas));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = smem_bytes;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(ctas);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
+              " bytes of shared memory each fits on this GPU");
+  known.emplace(key, clusters);
+  if (std::getenv("CUDASTEPS_DEBUG_CLUSTERS")) std::fprintf(stderr, "clusters=%d\n", clusters);
+  return clusters;
 }
 
 template <TcType T, int BN, bool AK, bool BKm>
@@ -748,8 +889,8 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     return;
   }
   const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
-  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
   if (which == HopperKernel::kTma) {
+    const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
     auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
     tc::configure_smem_once(kernel, Cfg::kSmemBytes);
     kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
@@ -758,6 +899,13 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
   const int sms = sm_count();
   p.splits = choose_splits(tiles, p.k_tiles, sms);
+  if (which == HopperKernel::kFinal) {
+    which = final_uses_multicast(int(tiles_m), p.splits) ? HopperKernel::kMulticast
+                                                         : HopperKernel::kWarpSpecialized;
+  }
+  const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
+  // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
+  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
   at::Tensor partial;
   if (p.splits > 1) {
     p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
@@ -769,11 +917,37 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
-  auto kernel = wgmma_ws_kernel<T, BN, AK, BKm>;
-  tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-  const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
-  kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (ctas == 1) {
+    auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 1>;
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
+    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
+    // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
+    // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
+    p.raster.tiles_m = int(ceil_div<int64_t>(tiles_m, 2));
+    p.raster.group = 4;
+    const int pairs = p.raster.count();
+    auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 2>;
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int clusters =
+        std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, Cfg::kWsSmemBytes));
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(2 * clusters));
+    config.blockDim = dim3(384);
+    config.dynamicSmemBytes = Cfg::kWsSmemBytes;
+    config.stream = stream;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_out, p, ep));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
   if (p.splits > 1) {
     constexpr int kThreads = 256;
     auto reduce = splitk_reduce_kernel<T>;
@@ -846,8 +1020,16 @@ void tc_wgmma_tma_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kTma, stream);
 }
 
-void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
+void tc_ws_persistent_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kWarpSpecialized, stream);
+}
+
+void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kMulticast, stream);
+}
+
+void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kFinal, stream);
 }
 
 }  // namespace gemm

@@ -60,9 +60,10 @@ TC_LADDER = (
     "tc:wgmma",
     "tc:wgmma_tma",
     "tc:ws_persistent",
+    "tc:ws_multicast",
     "tc:final",
 )
-TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent")
+TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent", "tc:ws_multicast")
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}

@@ -4,9 +4,10 @@
   ``bias``, initialisation and ``state_dict``), running ``torch.ops.cudasteps.linear``.
 * :class:`BiasAct`: ``act(x + bias)`` with a learnable bias, one fused kernel each way.
 * :class:`GELU`, :class:`ReLU`, :class:`SiLU`: bias-free activations (``bias_act`` with no bias).
-* :class:`MLP`: ``Linear(bias=False) -> BiasAct`` per layer, so that each bias add is fused into
-  the activation that follows it (and into its backward's bias-gradient reduction) instead of
-  being a separate pass in the matmul epilogue plus a separate activation pass.
+* :class:`MLP`: ``Linear(bias=False) -> BiasAct`` per hidden layer, so that each bias add is fused
+  into the activation that follows it (and into its backward's bias-gradient reduction), and a
+  plain ``Linear`` (bias fused into the matmul epilogue) for the output layer, which has no
+  activation to fuse with.
 
 Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``linear``, so under
 ``torch.autocast(dtype=torch.bfloat16)`` a :class:`Linear` casts its input and fp32 parameters to
@@ -132,11 +133,12 @@ class SiLU(_Act):
 class MLP(nn.Module):
     """A multilayer perceptron ``dims[0] -> dims[1] -> ... -> dims[-1]``.
 
-    Each layer is ``Linear(dims[i], dims[i+1], bias=False)`` followed by ``BiasAct(dims[i+1],
-    act)`` (``act="none"`` for the last layer, which outputs logits), so the bias add costs no
-    pass of its own, forward or backward. Parameters are initialised as a stack of
-    ``torch.nn.Linear`` + activation would be (each bias from U(+-1/sqrt(fan_in))), and
-    :meth:`load_from_torch_linears` copies the weights and biases of such a stack in.
+    Each hidden layer is ``Linear(dims[i], dims[i+1], bias=False)`` followed by
+    ``BiasAct(dims[i+1], act)``; the output layer (logits, no activation) is ``Linear(dims[-2],
+    dims[-1])`` with its bias added in the matmul's epilogue. No bias add costs a pass of its own,
+    forward or backward. Parameters are initialised as a stack of ``torch.nn.Linear`` +
+    activation would be (each bias from U(+-1/sqrt(fan_in))); :meth:`linear_params` lists each
+    layer's (weight, bias), and :meth:`load_from_torch_linears` copies those of such a stack in.
     """
 
     def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None):
@@ -144,12 +146,12 @@ class MLP(nn.Module):
         if len(dims) < 2:
             raise ValueError(f"dims must list at least an input and an output size, got {list(dims)}")
         layers = []
-        for i in range(len(dims) - 1):
-            layer_act = act if i < len(dims) - 2 else "none"
+        for i in range(len(dims) - 2):
             linear = Linear(dims[i], dims[i + 1], bias=False, device=device, dtype=dtype)
-            bias_act = BiasAct(dims[i + 1], layer_act, device=device, dtype=dtype)
+            bias_act = BiasAct(dims[i + 1], act, device=device, dtype=dtype)
             bias_act.reset_parameters(fan_in=dims[i])
             layers += [linear, bias_act]
+        layers.append(Linear(dims[-2], dims[-1], device=device, dtype=dtype))
         self.layers = nn.Sequential(*layers)
         self.dims = list(dims)
         self.act = act
@@ -157,11 +159,16 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
 
+    def linear_params(self) -> list:
+        """``[(weight, bias), ...]``, one pair per layer, input layer first."""
+        hidden = [(self.layers[2 * i].weight, self.layers[2 * i + 1].bias) for i in range(len(self.dims) - 2)]
+        return hidden + [(self.layers[-1].weight, self.layers[-1].bias)]
+
     def load_from_torch_linears(self, linears: Sequence[nn.Linear]) -> None:
         """Copy weight and bias of each ``torch.nn.Linear`` in ``linears`` (in order) into this MLP."""
         if len(linears) != len(self.dims) - 1:
             raise ValueError(f"expected {len(self.dims) - 1} linear layers, got {len(linears)}")
         with torch.no_grad():
-            for i, lin in enumerate(linears):
-                self.layers[2 * i].weight.copy_(lin.weight)
-                self.layers[2 * i + 1].bias.copy_(lin.bias)
+            for (weight, bias), lin in zip(self.linear_params(), linears):
+                weight.copy_(lin.weight)
+                bias.copy_(lin.bias)
