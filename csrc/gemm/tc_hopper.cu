@@ -18,6 +18,10 @@
 //                     output through swizzled shared memory and writes it with TMA stores.
 //                     Outputs too small to fill the SMs are split along K (fp32 partials, added
 //                     in a fixed order).
+//   tc:ws_multicast   + clusters of two CTAs on vertically adjacent tiles: each loads its own A
+//                     and half of the shared B tile, multicast by TMA into both rings, so each
+//                     CTA pulls 2/3 of the bytes out of L2. Measured no faster than
+//                     tc:ws_persistent on an H100, so mm keeps the latter (see launch_typed).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
@@ -36,8 +40,6 @@
 #include <cuda.h>
 
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -270,7 +272,9 @@ __device__ __forceinline__ void cluster_sync() {
 }
 
 // Arrives on the barrier at the address of `bar` in the shared memory of cluster CTA `cta`
-// (which may be this one).
+// (which may be this one). Plain arrive (release at CTA scope, what the consumers need: their
+// wgmmas have finished reading the stage): with .release.cluster the multicast kernel ran at half
+// speed on an H100, each arrive apparently waiting for the wgmmas still in flight.
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
 #ifdef CUDASTEPS_SM90A_DEVICE
   asm volatile(
@@ -591,8 +595,8 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 // Ctas = 2 (tc:ws_multicast): the kernel runs in clusters of two CTAs on vertically adjacent tiles
 // (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
 // one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
-// stage out of L2 (A + B/2 instead of A + B); at 128 x 256 tiles L2 bandwidth, not the tensor
-// cores, is what the single-CTA kernel runs into. A stage may be refilled only when the consumers
+// stage out of L2 (A + B/2 instead of A + B), the remedy when L2 bandwidth limits a GEMM (on an
+// H100 it did not limit ours: see launch_typed). A stage may be refilled only when the consumers
 // of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote mbarrier
 // arrives), and each CTA's empty barrier counts both CTAs' warps.
 template <TcType T, int BN, bool AK, bool BKm, int Ctas>
@@ -805,21 +809,13 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
   return map;
 }
 
-// kFinal: the dispatcher's choice between kWarpSpecialized and kMulticast (final_uses_multicast).
+// kFinal: what mm runs (see launch_typed).
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kFinal };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
 // at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
 constexpr int kSplitMinKTiles = 8;
 constexpr int kSplitMax = 16;
-
-// The final kernel's choice between tc:ws_persistent and tc:ws_multicast. Measured on an H100,
-// the multicast kernel ran at half the single-CTA kernel's rate on every shape (first version):
-// until it pays, the final kernel does not use it.
-bool final_uses_multicast(int tiles_m, int splits) {
-  (void)tiles_m, (void)splits;
-  return false;
-}
 
 int choose_splits(int tiles, int k_tiles, int sms) {
   if (tiles * 2 > sms) return 1;
@@ -853,7 +849,6 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
   TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
               " bytes of shared memory each fits on this GPU");
   known.emplace(key, clusters);
-  if (std::getenv("CUDASTEPS_DEBUG_CLUSTERS")) std::fprintf(stderr, "clusters=%d\n", clusters);
   return clusters;
 }
 
@@ -899,10 +894,11 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
   const int sms = sm_count();
   p.splits = choose_splits(tiles, p.k_tiles, sms);
-  if (which == HopperKernel::kFinal) {
-    which = final_uses_multicast(int(tiles_m), p.splits) ? HopperKernel::kMulticast
-                                                         : HopperKernel::kWarpSpecialized;
-  }
+  // The final kernel is ws_persistent. Measured on an H100 (bf16, 4096^3, 8192^3 and the FFN
+  // shapes in all three layouts; scripts/tc_sweep.py), ws_multicast ran within +-3% of it, the
+  // run-to-run noise, with no shape consistently faster: the L2 traffic that multicast halves is
+  // not what limits these tiles, so the final kernel keeps the simpler launch.
+  if (which == HopperKernel::kFinal) which = HopperKernel::kWarpSpecialized;
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
