@@ -131,7 +131,8 @@ def run_tensor_cores(bench):
         "six GEMMs of one training step of a 2048 -> 8192 -> 2048 FFN on 8192 rows, in the layouts "
         "autograd passes them (`^T` operands are transposed views). `ladder:tc:*` rows are the "
         "tensor-core ladder: mma.sync, + ldmatrix/cp.async pipeline, Hopper wgmma, + TMA, + warp "
-        "specialization and persistent tiles; `tc:final` is the dispatcher's choice.",
+        "specialization and persistent tiles, + 2-CTA clusters sharing the B tile by TMA multicast "
+        "(not faster on an H100, so not chosen); `tc:final` is the dispatcher's choice.",
     )
 
 
