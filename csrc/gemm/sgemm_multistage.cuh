@@ -49,8 +49,8 @@ namespace gemm {
 
 //   BM x BN block tile, BK slice depth, WM x WN warp tile, TM x TN thread tile (4x4 sub-tiles),
 //   Stages shared-memory slices in the ring, MinBlocks the __launch_bounds__ occupancy target.
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, int MinBlocks_,
-          bool FragDB_, bool SmemEpilogue_, bool Swizzle_>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_,
+          int MinBlocks_, bool FragDB_, bool SmemEpilogue_, bool Swizzle_>
 struct MsConfig {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
   static constexpr int Stages = Stages_, MinBlocks = MinBlocks_;
@@ -111,9 +111,8 @@ __device__ __forceinline__ int ms_local(int warp_x, int lane_x, int i) {
 // extents from there (>= 1, may exceed the slice). Elements out of range are zero-filled.
 template <int BX, int BK, int Threads, bool KContig>
 __device__ __forceinline__ void ms_load_tile(float* __restrict__ s, int stride,
-                                             const float* __restrict__ base, int64_t ld,
-                                             int64_t x0, int64_t k0, int x_rem, int k_rem,
-                                             int tid) {
+                                             const float* __restrict__ base, int64_t ld, int64_t x0,
+                                             int64_t k0, int x_rem, int k_rem, int tid) {
   constexpr int kChunks = BX * BK / 4;
 #pragma unroll
   for (int j = 0; j < kChunks / Threads; ++j) {
@@ -188,9 +187,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     float* As = smem + stage * Smem::kStageFloats;
     float* Bs = As + Smem::kFloatsA;
     ms_load_tile<BM, BK, Cfg::kThreads, ALayoutK>(As, Smem::kStrideA, p.a, p.lda, m0, k0, m_rem,
-                                                   k_rem, tid);
+                                                  k_rem, tid);
     ms_load_tile<BN, BK, Cfg::kThreads, BLayoutK>(Bs, Smem::kStrideB, p.b, p.ldb, n0, k0, n_rem,
-                                                   k_rem, tid);
+                                                  k_rem, tid);
   };
 
   // The thread's A and B values of one 4-deep k group: a[kk][r], b[kk][c].
@@ -198,8 +197,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     float a[4][TM];
     float b[4][TN];
   };
-  auto load_frag = [&](Frag& f, const float* __restrict__ As, const float* __restrict__ Bs,
-                       int g) {
+  auto load_frag = [&](Frag& f, const float* __restrict__ As, const float* __restrict__ Bs, int g) {
     if constexpr (ALayoutK) {
 #pragma unroll
       for (int r = 0; r < TM; ++r) {
@@ -216,8 +214,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 #pragma unroll
         for (int i = 0; i < Cfg::kSubM; ++i) {
           const int m = ms_local<false, Cfg::WM, TM, Cfg::kLanesM>(warp_m, lane_m, i * 4);
-          const float4 v =
-              *reinterpret_cast<const float4*>(As + (g * 4 + kk) * Smem::kStrideA + m);
+          const float4 v = *reinterpret_cast<const float4*>(As + (g * 4 + kk) * Smem::kStrideA + m);
           f.a[kk][i * 4 + 0] = v.x;
           f.a[kk][i * 4 + 1] = v.y;
           f.a[kk][i * 4 + 2] = v.z;
@@ -240,8 +237,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 #pragma unroll
         for (int j = 0; j < Cfg::kSubN; ++j) {
           const int n = ms_local<false, Cfg::WN, TN, Cfg::kLanesN>(warp_n, lane_n, j * 4);
-          const float4 v =
-              *reinterpret_cast<const float4*>(Bs + (g * 4 + kk) * Smem::kStrideB + n);
+          const float4 v = *reinterpret_cast<const float4*>(Bs + (g * 4 + kk) * Smem::kStrideB + n);
           f.b[kk][j * 4 + 0] = v.x;
           f.b[kk][j * 4 + 1] = v.y;
           f.b[kk][j * 4 + 2] = v.z;

@@ -48,8 +48,7 @@ void launch_ms(const SgemmParams& p, int splits, cudaStream_t stream) {
 }
 
 template <class Cfg>
-void launch_all_layouts(const SgemmParams& p, bool a_k, bool b_k, int splits,
-                        cudaStream_t stream) {
+void launch_all_layouts(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream) {
   if (a_k) {
     if (b_k) return launch_ms<Cfg, true, true>(p, splits, stream);
     return launch_ms<Cfg, true, false>(p, splits, stream);
@@ -92,9 +91,13 @@ const MsEntry kEntries[] = {
 
 }  // namespace
 
-int ms_num_entries() { return int(sizeof(kEntries) / sizeof(kEntries[0])); }
+int ms_num_entries() {
+  return int(sizeof(kEntries) / sizeof(kEntries[0]));
+}
 
-const MsEntry& ms_entry(int i) { return kEntries[i]; }
+const MsEntry& ms_entry(int i) {
+  return kEntries[i];
+}
 
 }  // namespace gemm
 }  // namespace cudasteps
