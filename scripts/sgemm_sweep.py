@@ -47,8 +47,13 @@ SHAPES = [
 ]
 QUICK = [s for s in SHAPES if s[1:4] in ((4096, 4096, 4096), (128, 8192, 8192), (16384, 4096, 4096))]
 SPLITS = (2, 3, 4, 6, 8)
-# A config is accepted only with a relative error (sampled rows vs float64) below this.
+# A config is accepted only with a relative error (sampled rows vs float64) below this, or below
+# twice cuBLAS's on the same inputs (fp32 accumulation error grows like sqrt(K): ~5e-6 at K = 8192).
 TOL = 1e-5
+
+
+def accepted(err, torch_err) -> bool:
+    return err < max(TOL, 2 * torch_err)
 
 
 def cuda_ms(fn, reps: int = 15) -> float:
@@ -141,7 +146,7 @@ def sweep_shape(label, m, n, k, lay, rows_out):
                 dispatcher_ms=disp_ms,
             )
         )
-        flag = "" if err < TOL else "  <-- WRONG"
+        flag = "" if accepted(err, torch_err) else "  <-- WRONG"
         print(
             f"    {variant:44s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s {torch_ms / ms:5.2f}x  "
             f"err {err:.2e}{flag}",
@@ -153,7 +158,7 @@ def best_per_shape(rows):
     """(M, N, K, layout) -> the fastest correct row; ties go to the earlier config (table order)."""
     best = {}
     for r in rows:
-        if not r["err"] < TOL:
+        if not accepted(r["err"], r["torch_err"]):
             continue
         key = (*r["shape"], r["layout"])
         if key not in best or r["ms"] < best[key]["ms"]:
@@ -161,7 +166,7 @@ def best_per_shape(rows):
     return best
 
 
-def emit(rows, device_name):
+def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
     best = best_per_shape(rows)
     lines = [
         "// The float32 SGEMM dispatch table read by choose_config (gemm_cuda.cu): per measured shape and",
@@ -178,11 +183,11 @@ def emit(rows, device_name):
             f"table: {m}x{n}x{k} {lay}: {r['variant']} {r['tflops']:.1f} TFLOP/s "
             f"({r['torch_ms'] / r['ms']:.2f}x torch.mm)"
         )
-    TABLE.write_text("\n".join(lines) + "\n")
-    SWEEP_JSON.write_text(
+    table.write_text("\n".join(lines) + "\n")
+    sweep_json.write_text(
         json.dumps(dict(device=device_name, torch=torch.__version__, rows=rows), indent=1) + "\n"
     )
-    print(f"wrote {TABLE} and {SWEEP_JSON}; rebuild the extension to use the new table")
+    print(f"wrote {table} and {sweep_json}; rebuild the extension to use the new table")
 
 
 def main() -> None:

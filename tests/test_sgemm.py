@@ -4,6 +4,7 @@ dispatch table (csrc/gemm/sgemm_table.inc)."""
 
 import pathlib
 import re
+import sys
 
 import cudasteps
 import pytest
@@ -62,10 +63,10 @@ def check(variant, a, b, what=""):
 # ---------------------------------------------------------------- the table (no GPU needed)
 
 
-def table_rows():
+def table_rows(path=TABLE):
     rows = []
     pattern = re.compile(r'^\{(\d+), (\d+), (\d+), "([NT]{2})", "([^"]+)", (\d+)\},$')
-    for line in TABLE.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.startswith("//") or not line.strip():
             continue
         match = pattern.match(line.strip())
@@ -83,6 +84,44 @@ def test_table_names_known_configs():
         assert 1 <= splits <= 64 and min(m, n, k) >= 1
     keys = [(m, n, k, lay) for m, n, k, lay, *_ in rows]
     assert len(keys) == len(set(keys)), "one row per shape and layout"
+
+
+def test_sweep_emit_format(tmp_path):
+    # The sweep's --emit output parses as a table: the fastest accepted row per shape and layout
+    # (a wrong result never wins, however fast), ties to the earlier row.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import sgemm_sweep
+    finally:
+        sys.path.pop(0)
+    c0, c1 = G.CONFIGS[0], G.MULTISTAGE_CONFIGS[0]
+
+    def row(shape, lay, config, splits, ms, err):
+        return dict(
+            shape=list(shape),
+            layout=lay,
+            variant=f"cfg:{config}:s{splits}",
+            config=config,
+            splits=splits,
+            ms=ms,
+            tflops=1.0,
+            err=err,
+            torch_ms=1.0,
+            torch_err=1e-6,
+            dispatcher_ms=1.0,
+        )
+
+    rows = [
+        row((64, 32, 16), "NN", c0, 1, 2.0, 1e-7),
+        row((64, 32, 16), "NN", c1, 2, 1.0, 1e-7),
+        row((64, 32, 16), "NN", c1, 3, 0.5, 1.0),  # fastest but wrong
+        row((64, 32, 16), "NT", c0, 1, 1.0, 1e-7),
+        row((64, 32, 16), "NT", c1, 1, 1.0, 1e-7),  # a tie: the earlier row stays
+    ]
+    table, sweep_json = tmp_path / "table.inc", tmp_path / "sweep.json"
+    sgemm_sweep.emit(rows, "test device", table, sweep_json)
+    assert table_rows(table) == [(64, 32, 16, "NN", c1, 2), (64, 32, 16, "NT", c0, 1)]
+    assert "test device" in table.read_text() and sweep_json.exists()
 
 
 def test_multistage_names():

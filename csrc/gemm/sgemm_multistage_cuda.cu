@@ -31,6 +31,7 @@ using StepSmemEpi = MsConfig<128, 128, 16, 64, 32, 8, 8, 3, 1, true, true, false
 using Ms128FdbSe = MsConfig<128, 128, 16, 64, 32, 8, 8, 3, 1, true, true, true>;
 using Ms128 = MsConfig<128, 128, 16, 64, 32, 8, 8, 3, 1, false, false, true>;
 using Ms128Occ2 = MsConfig<128, 128, 8, 64, 32, 8, 8, 4, 2, false, false, true>;
+using Ms128Bk32 = MsConfig<128, 128, 32, 64, 32, 8, 8, 3, 1, false, true, true>;
 using Ms128x256Bk16 = MsConfig<128, 256, 16, 64, 64, 8, 16, 3, 1, false, true, true>;
 using Ms128x256Bk8 = MsConfig<128, 256, 8, 64, 64, 8, 16, 4, 1, false, true, true>;
 using Ms256x128 = MsConfig<256, 128, 16, 64, 64, 16, 8, 3, 1, false, true, true>;
@@ -82,6 +83,7 @@ const MsEntry kEntries[] = {
     table_entry<Ms128FdbSe>("cp3_128x128x16_w64x32_t8x8_fdb_se"),
     table_entry<Ms128>("cp3_128x128x16_w64x32_t8x8"),
     table_entry<Ms128Occ2>("cp4_128x128x8_w64x32_t8x8_occ2"),
+    table_entry<Ms128Bk32>("cp3_128x128x32_w64x32_t8x8_se"),
     table_entry<Ms128x256Bk16>("cp3_128x256x16_w64x64_t8x16_se"),
     table_entry<Ms128x256Bk8>("cp4_128x256x8_w64x64_t8x16_se"),
     table_entry<Ms256x128>("cp3_256x128x16_w64x64_t16x8_se"),

@@ -59,6 +59,7 @@ CONFIGS = (
     "cp3_128x128x16_w64x32_t8x8_fdb_se",
     "cp3_128x128x16_w64x32_t8x8",
     "cp4_128x128x8_w64x32_t8x8_occ2",
+    "cp3_128x128x32_w64x32_t8x8_se",
     "cp3_128x256x16_w64x64_t8x16_se",
     "cp4_128x256x8_w64x64_t8x16_se",
     "cp3_256x128x16_w64x64_t16x8_se",
