@@ -14,6 +14,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
+#include "common/checks.h"
 #include "gemm/sgemm_multistage.cuh"
 #include "gemm/sgemm_multistage.h"
 
@@ -60,8 +61,7 @@ void launch_all_layouts(const SgemmParams& p, bool a_k, bool b_k, int splits, cu
 
 template <class Cfg>
 void launch_row_major(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream) {
-  TORCH_CHECK(a_k && !b_k, "cudasteps.ladder_mm: this SGEMM ladder step reads row-major A and B ",
-              "only");
+  CUDASTEPS_CHECK(a_k && !b_k, "ladder_mm", "this SGEMM ladder step reads row-major A and B only");
   launch_ms<Cfg, true, false>(p, splits, stream);
 }
 
