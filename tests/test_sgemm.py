@@ -195,6 +195,25 @@ def test_multistage_misaligned_falls_back(variant):
 
 
 @requires_cuda
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_multistage_repacks_unaligned_large(tb):
+    # Large enough that the dispatcher copies unaligned operands into 16-byte padded rows for the
+    # multistage kernel (K = 1027 rows; a storage offset) instead of the scalar-load kernel.
+    m, n, k = 3600, 3604, 1027
+    g = torch.Generator(device="cuda").manual_seed(7)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    b = layout(torch.randn(k, n, device="cuda", generator=g), tb)
+    ref = a.double() @ b.double()
+    for variant in ("cfg:" + G.MULTISTAGE_CONFIGS[0], "final"):
+        poison_allocator(m * n)
+        assert rel_err(G.run_ladder(variant, a, b), ref) < F32_TOL, (variant, "K = 1027")
+    a_off = misaligned((m, 1028), device="cuda", seed=8)
+    b_al = layout(make_tensor((1028, n), device="cuda", seed=9), tb)
+    ref = a_off.double() @ b_al.double()
+    assert rel_err(G.run_ladder("cfg:" + G.MULTISTAGE_CONFIGS[0], a_off, b_al), ref) < F32_TOL, "offset 1"
+
+
+@requires_cuda
 @pytest.mark.parametrize("config", G.MULTISTAGE_CONFIGS)
 @pytest.mark.parametrize("splits", [2, 3, 7])
 def test_multistage_split_k(config, splits):

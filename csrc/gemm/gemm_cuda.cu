@@ -217,8 +217,7 @@ double log2_ratio(int64_t a, int64_t b) {
 //   * that row's config; its split-K factor when the shape is exactly the row's. A shape in
 //     between splits only if the row did and the config's tiles leave SMs idle: as many splits as
 //     fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of K).
-void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config,
-                   int& splits) {
+void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits) {
   const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
   int best = 0;
   double best_d = 0.0;
@@ -371,6 +370,39 @@ const char* tc_kernel_name(TcKernel k) {
 
 bool is_hopper_kernel(TcKernel k) {
   return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kFinal;
+}
+
+bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
+
+// Repacking unaligned operands for the multistage kernel pays when the product's FLOPs are at least
+// this many times the bytes the copies move (read + write). An H100 does ~17 FP32 FLOP per byte of
+// DRAM bandwidth (66.9 TFLOP/s, 3.35 TB/s), so the pass then costs at most ~4% of the product at
+// peak: less than the multistage kernel is expected to gain over the scalar-load path. The sweep
+// measures the forced multistage configs with the repack included (4097x4095x4099).
+constexpr int64_t kRepackMinFlopsPerByte = 400;
+
+bool worth_repacking(int64_t M, int64_t N, int64_t K, int64_t repacked_elems) {
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double bytes = 2.0 * sizeof(float) * double(repacked_elems);
+  return flops >= double(kRepackMinFlopsPerByte) * bytes;
+}
+
+// `o` (float32, the Operand of `t`) copied into a buffer whose rows start on 16-byte boundaries,
+// in the same storage order (tc_repack with the layout kept: one cudasteps::copy_ pass).
+Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
+  TcOperand current;
+  current.holder = o.holder;
+  current.ptr = o.ptr;
+  current.ld = o.ld;
+  // tc_repack's k_major: A row-major, B column-major.
+  current.k_major = is_b ? o.col_major : !o.col_major;
+  const TcOperand r = tc_repack(t, current, is_b, current.k_major);
+  Operand out;
+  out.holder = r.holder;
+  out.ptr = r.ptr;
+  out.ld = r.ld;
+  out.col_major = o.col_major;
+  return out;
 }
 
 }  // namespace
@@ -549,9 +581,9 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // The kernel tracks the K extent left in a 32-bit register.
   CUDASTEPS_CHECK(K <= int64_t(INT_MAX) - 64, "mm", "the inner dimension K must be below 2^31 - 64 ",
                   "for float32, got ", K);
-  const Operand a = make_operand(a_t);
-  const Operand b = make_operand(b_t);
-  const bool vec = is_aligned(a.ptr, 16) && a.ld % 4 == 0 && is_aligned(b.ptr, 16) && b.ld % 4 == 0;
+  Operand a = make_operand(a_t);
+  Operand b = make_operand(b_t);
+  bool vec = rows_16b_aligned(a) && rows_16b_aligned(b);
 
   const bool a_k = !a.col_major;  // row-major A is contiguous along K
   const bool b_k = b.col_major;   // column-major B is contiguous along K
@@ -563,8 +595,19 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   }
   if (splits <= 0) splits = 1;
   const ResolvedConfig chosen = resolve_config(config);
-  // The multistage kernel copies aligned 16-byte chunks: other operands take the sgemm_kernel
-  // config with the same block tile (its scalar-load instantiation).
+  // The multistage kernel copies aligned 16-byte chunks. Operands whose rows are not 16-byte
+  // aligned (K = 4099, a storage offset) are copied into padded rows when the product hides that
+  // pass (worth_repacking), else they take the sgemm_kernel config with the same block tile (its
+  // scalar-load instantiation).
+  if (chosen.ms != nullptr && !vec) {
+    const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
+    const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
+    if (worth_repacking(M, N, K, a_elems + b_elems)) {
+      if (a_elems) a = repack_rows(a_t, a, false);
+      if (b_elems) b = repack_rows(b_t, b, true);
+      vec = true;
+    }
+  }
   const ConfigEntry* legacy = chosen.legacy;
   if (chosen.ms != nullptr && !vec) legacy = &unaligned_fallback(chosen.bm, chosen.bn);
   const int bm = legacy ? legacy->bm : chosen.bm, bn = legacy ? legacy->bn : chosen.bn;
