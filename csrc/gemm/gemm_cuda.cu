@@ -7,7 +7,8 @@
 // TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
 // Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
 // of 4 take sgemm_kernel's scalar-load instantiation (Vec = false); the math is the same. A
-// multistage config (cp.async copies aligned 16-byte chunks) hands such operands to the
+// multistage config (cp.async copies aligned 16-byte chunks) runs on a copy of such operands with
+// padded rows when the product is large enough (worth_repacking), else hands them to the
 // sgemm_kernel config with the same block tile (unaligned_fallback).
 //
 // Config table: kConfigs below (sgemm_kernel), then the multistage configs of
