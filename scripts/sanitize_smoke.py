@@ -95,6 +95,28 @@ def smoke_gemm(dev):
     b = torch.randn(70, 129, device=dev)
     for v in cudasteps.ladder.variants("gemm") + cudasteps.gemm.CONFIG_VARIANTS:
         check(f"ladder mm {v}", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4)
+    # The multistage cp.async kernels take 16-byte aligned rows only (K = 70 above falls back):
+    # ragged edges with K, N multiples of 4; then padded row pitches (a partial last 16-byte chunk
+    # per row, zero-filled) in every layout, for each multistage config.
+    a = torch.randn(131, 68, device=dev)
+    b = torch.randn(68, 132, device=dev)
+    for v in cudasteps.gemm.MULTISTAGE_STEPS:
+        check(
+            f"ladder mm {v} aligned", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4
+        )
+    views = {
+        "NN": (torch.randn(131, 68, device=dev)[:, :66], torch.randn(66, 136, device=dev)[:, :130]),
+        "TT": (torch.randn(66, 132, device=dev)[:, :131].t(), torch.randn(130, 68, device=dev)[:, :66].t()),
+    }
+    for c in cudasteps.gemm.MULTISTAGE_CONFIGS:
+        for lay, (a, b) in views.items():
+            want = a.double() @ b.double()
+            check(
+                f"ladder mm cfg:{c} padded {lay}",
+                cudasteps.ladder.run("gemm", f"cfg:{c}", a, b),
+                want,
+                tol=1e-4,
+            )
     smoke_tensor_cores(dev)
 
 

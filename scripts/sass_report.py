@@ -3,9 +3,11 @@
     python scripts/sass_report.py sass.txt
 
 For each kernel: counts of LDG.E.128 / STG.E.128 (16-byte global loads / stores), all LDG/STG,
-LDS.128, LDL/STL (local memory: a spilled or dynamically indexed register array), and the matrix
+LDGSTS (cp.async: global -> shared without registers, the multistage kernels' loads), LDS.128,
+LDL/STL (local memory: a spilled or dynamically indexed register array), and the matrix
 instructions: HMMA (mma.sync) and HGMMA (Hopper wgmma). Kernels with local-memory accesses are
-flagged.
+flagged. The multistage SGEMM (sgemm_multistage_kernel) should show LDGSTS and LDS.128, and no
+LDL/STL.
 """
 
 import re
@@ -20,6 +22,7 @@ PATTERNS = {
     "STG.128": re.compile(r"\bSTG\.E\.[A-Z.]*128\b|\bSTG\.E\.128\b"),
     "LDG": re.compile(r"\bLDG\b|\bLDG\."),
     "STG": re.compile(r"\bSTG\b|\bSTG\."),
+    "LDGSTS": re.compile(r"\bLDGSTS\b|\bLDGSTS\."),
     "LDS.128": re.compile(r"\bLDS\.128\b|\bLDS\.[A-Z.]*128\b"),
     "LDL/STL": re.compile(r"\b(LDL|STL)\b|\b(LDL|STL)\."),
     "HMMA": re.compile(r"\bHMMA\."),
@@ -51,15 +54,15 @@ def main(path):
                 kernels[current][column] += 1
     names = demangle(list(kernels))
     print(
-        f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDS.128':>7} {'LDL/STL':>7} "
+        f"{'LDG.128':>7} {'STG.128':>7} {'LDG':>5} {'STG':>5} {'LDGSTS':>6} {'LDS.128':>7} {'LDL/STL':>7} "
         f"{'HMMA':>5} {'HGMMA':>5}  kernel"
     )
     for k, name in zip(kernels.values(), names):
         flag = "  <-- local memory" if k["LDL/STL"] else ""
         short = re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))[:110]
         print(
-            f"{k['LDG.128']:>7} {k['STG.128']:>7} {k['LDG']:>5} {k['STG']:>5} {k['LDS.128']:>7} "
-            f"{k['LDL/STL']:>7} {k['HMMA']:>5} {k['HGMMA']:>5}  {short}{flag}"
+            f"{k['LDG.128']:>7} {k['STG.128']:>7} {k['LDG']:>5} {k['STG']:>5} {k['LDGSTS']:>6} "
+            f"{k['LDS.128']:>7} {k['LDL/STL']:>7} {k['HMMA']:>5} {k['HGMMA']:>5}  {short}{flag}"
         )
 
 

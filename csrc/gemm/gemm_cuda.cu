@@ -1,13 +1,19 @@
-// CUDA mm / addmm / linear: the tuned SGEMM (gemm_tiles.cuh) behind a small config table chosen
-// by shape, a simple tiled float64 kernel, and split-K for small outputs with a long K.
+// CUDA mm / addmm / linear: the tuned SGEMMs (gemm_tiles.cuh: register-staged double buffer;
+// sgemm_multistage.cuh: multistage cp.async ring) behind one config table, chosen per shape from a
+// measured table (sgemm_table.inc), a simple tiled float64 kernel, and deterministic split-K.
 //
 // Layouts. Each operand is read in place when one of its strides is 1 (row- or column-major, with
 // any leading dimension): the kernel template is instantiated for all four combinations (NN, NT,
 // TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
 // Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
-// of 4 take the scalar-load instantiation (Vec = false); the math is the same.
+// of 4 take sgemm_kernel's scalar-load instantiation (Vec = false); the math is the same. A
+// multistage config (cp.async copies aligned 16-byte chunks) runs on a copy of such operands with
+// padded rows when the product is large enough (worth_repacking), else hands them to the
+// sgemm_kernel config with the same block tile (unaligned_fallback).
 //
-// Config table (kConfigs below; the `cfg:<name>` ladder variants run each one by name):
+// Config table: kConfigs below (sgemm_kernel), then the multistage configs of
+// sgemm_multistage_cuda.cu (names cp<stages>_...); the `cfg:<name>` ladder variants run each one
+// by name. The sgemm_kernel configs:
 //   128x128x8_w64x32_t8x8   the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
 //                           per SM (<= 128 registers: 119-125 used, no spills in any of the 8
 //                           layout/alignment instantiations), 17 KiB shared memory per block, k loop
@@ -29,12 +35,8 @@
 //   128x128x16_w64x64_t8x16 128 threads (4 warps), 8x16 per thread, 2 blocks per SM (235-250
 //                           of 255 registers, no spills), KUnroll = 1 (2 spills 24-28 bytes),
 //                           33 KiB shared memory.
-//   The last three are measurement candidates: choose_config does not pick them.
-// Choice (choose_config): 128x256x8_w64x64_t8x16 when its tiles fill every SM and K >= 512; occ1
-// for large outputs with K >= 512 (two waves of 128x128 tiles or more); the main config whenever
-// it yields at least one block per SM; otherwise,
-// when K >= 2048, the main config with split-K (as many splits as fit in one wave of resident
-// blocks, K slices of at least 256); otherwise the largest smaller tile that fills the SMs, else the 64x64 tile.
+// Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
+// scripts/sgemm_sweep.py --emit), see choose_config for the rule between measured shapes.
 //
 // Tensor cores (tc_gemm_cuda, below the SGEMM): bf16/fp16 always, and float32 when torch's TF32
 // switch (torch.backends.cuda.matmul.allow_tf32, or set_float32_matmul_precision "high"/"medium")
@@ -52,13 +54,18 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "common/autograd.h"
 #include "common/launch.cuh"
 #include "common/vec.cuh"
 #include "gemm/gemm_cuda.h"
 #include "gemm/gemm_tiles.cuh"
+#include "gemm/sgemm_multistage.h"
 #include "gemm/tc_gemm.h"
 
 namespace cudasteps {
@@ -110,15 +117,16 @@ void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, int splits,
 struct ConfigEntry {
   const char* name;
   int bm, bn, bk;
+  int min_blocks;
   void (*launch)(const SgemmParams&, bool, bool, bool, int, cudaStream_t);
 };
 
 template <class Cfg>
 constexpr ConfigEntry entry(const char* name) {
-  return ConfigEntry{name, Cfg::BM, Cfg::BN, Cfg::BK, &launch_cfg<Cfg>};
+  return ConfigEntry{name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, &launch_cfg<Cfg>};
 }
 
-// The table. Index 0 is the main config.
+// The sgemm_kernel configs. Index 0 is the main config.
 const ConfigEntry kConfigs[] = {
     entry<CfgMain>("128x128x8_w64x32_t8x8"),
     entry<CfgBK16>("128x128x16_w64x32_t8x8"),
@@ -131,12 +139,34 @@ const ConfigEntry kConfigs[] = {
     entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
-constexpr int kMainConfig = 0, kOcc1Config = 3, kMidConfig = 4, kSmallConfig = 5, kWideConfig = 6;
+constexpr int kMainConfig = 0;
 
-// Large outputs (at least two waves of main-config tiles) with a K long enough to amortise the
-// fully unrolled k loop take the occ1 config: measured on the H100 (first GPU run) at 4096^3 it ran
-// 3.34 ms against 3.61 ms for the main config; at K = 128 (8192x8192x128) it was 3% slower.
-constexpr int64_t kOcc1MinK = 512;
+// The combined table: index i < kNumConfigs is kConfigs[i] (sgemm_kernel), the others are the
+// multistage entries ms_entry(i - kNumConfigs) (sgemm_multistage_cuda.cu), which include the
+// ladder-step configs (not listed by name: not every layout is instantiated for them).
+struct ResolvedConfig {
+  const char* name;
+  int bm, bn, bk, min_blocks;
+  const ConfigEntry* legacy;  // sgemm_kernel config, or nullptr
+  const MsEntry* ms;          // multistage config, or nullptr
+};
+
+ResolvedConfig resolve_config(int index) {
+  if (index < kNumConfigs) {
+    const ConfigEntry& c = kConfigs[index];
+    return ResolvedConfig{c.name, c.bm, c.bn, c.bk, c.min_blocks, &c, nullptr};
+  }
+  const MsEntry& e = ms_entry(index - kNumConfigs);
+  return ResolvedConfig{e.name, e.bm, e.bn, e.bk, e.min_blocks, nullptr, &e};
+}
+
+// The sgemm_kernel config with the block tile of a multistage config: what runs when an operand
+// row is not 16-byte aligned (cp.async copies whole aligned 16-byte chunks).
+const ConfigEntry& unaligned_fallback(int bm, int bn) {
+  for (const ConfigEntry& c : kConfigs)
+    if (c.bm == bm && c.bn == bn) return c;
+  return kConfigs[kMainConfig];
+}
 
 // Split-K applies when the output is too small to fill the GPU and K is at least this long.
 constexpr int64_t kSplitKMinK = 2048;
@@ -144,33 +174,79 @@ constexpr int64_t kSplitKMinK = 2048;
 constexpr int64_t kSplitKMinSlice = 256;
 constexpr int kSplitKMax = 16;
 
-int64_t tiles_of(const ConfigEntry& c, int64_t M, int64_t N) {
-  return ceil_div<int64_t>(M, c.bm) * ceil_div<int64_t>(N, c.bn);
+// ---- the measured dispatch table (sgemm_table.inc, written by scripts/sgemm_sweep.py --emit) ----
+
+// One measured shape: the config (any name of the combined table) and split-K factor that ran it
+// fastest. layout: "NN", "NT", "TN" or "TT" (A then B; T = column-major, e.g. a.t() or linear's
+// weight as B).
+struct SgemmTableRow {
+  int64_t M, N, K;
+  const char* layout;
+  const char* config;
+  int splits;
+};
+
+const SgemmTableRow kSgemmTable[] = {
+#include "gemm/sgemm_table.inc"
+};
+constexpr int kSgemmTableRows = sizeof(kSgemmTable) / sizeof(kSgemmTable[0]);
+
+// Index of the config that table row r names, resolved once.
+int table_config(int r) {
+  static const std::vector<int> indices = [] {
+    std::vector<int> v;
+    for (const SgemmTableRow& row : kSgemmTable) {
+      const int c = find_config(row.config);
+      TORCH_CHECK(c >= 0, "cudasteps.mm: gemm/sgemm_table.inc names an unknown config '",
+                  row.config, "' (regenerate it with scripts/sgemm_sweep.py --emit)");
+      v.push_back(c);
+    }
+    return v;
+  }();
+  return indices[r];
 }
 
-void choose_config(int64_t M, int64_t N, int64_t K, int& config, int& splits) {
-  const int64_t sms = sm_count();
-  splits = 1;
-  const int64_t main_tiles = tiles_of(kConfigs[kMainConfig], M, N);
-  if (tiles_of(kConfigs[kWideConfig], M, N) >= sms && K >= kOcc1MinK) {
-    // 128x256 tiles, 1 block per SM: measured on the H100 at 4096^3 3.04 ms (45.2 TFLOP/s)
-    // against 3.36 ms for occ1, the best 128x128 config.
-    config = kWideConfig;
-  } else if (main_tiles >= 2 * sms && K >= kOcc1MinK) {
-    config = kOcc1Config;
-  } else if (main_tiles >= sms) {
-    config = kMainConfig;
-  } else if (K >= kSplitKMinK) {
-    config = kMainConfig;
-    // As many splits as fit in ONE wave of resident blocks (MinBlocks per SM): rounding up would
-    // leave a mostly empty second wave (64 tiles x 5 splits on 264 slots runs at 60%).
-    const int64_t want = (int64_t(CfgMain::MinBlocks) * sms) / main_tiles;
-    splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
-  } else if (tiles_of(kConfigs[kMidConfig], M, N) >= sms) {
-    config = kMidConfig;
-  } else {
-    config = kSmallConfig;
+double log2_ratio(int64_t a, int64_t b) {
+  return std::fabs(std::log2(double(std::max<int64_t>(a, 1)) / double(std::max<int64_t>(b, 1))));
+}
+
+// Chooses by the measured table:
+//   * the row whose shape is nearest to (M, N, K) in log2 distance |log2 M/Mr| + |log2 N/Nr| +
+//     |log2 K/Kr|, plus 1/2 when its layout differs (a same-layout row wins at equal shape
+//     distance); ties go to the earlier row. The choice depends only on the shape, the layout,
+//     the device's SM count and the committed table: the same in every run.
+//   * that row's config; its split-K factor when the shape is exactly the row's. A shape in
+//     between splits only if the row did and the config's tiles leave SMs idle: as many splits as
+//     fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of K).
+void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits) {
+  const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
+  int best = 0;
+  double best_d = 0.0;
+  for (int r = 0; r < kSgemmTableRows; ++r) {
+    const SgemmTableRow& row = kSgemmTable[r];
+    const double d = log2_ratio(M, row.M) + log2_ratio(N, row.N) + log2_ratio(K, row.K) +
+                     (std::strcmp(row.layout, layout) == 0 ? 0.0 : 0.5);
+    if (r == 0 || d < best_d) {
+      best = r;
+      best_d = d;
+    }
   }
+  const SgemmTableRow& row = kSgemmTable[best];
+  config = table_config(best);
+  const bool exact = row.M == M && row.N == N && row.K == K && std::strcmp(row.layout, layout) == 0;
+  if (exact || row.splits <= 1) {
+    splits = std::max(row.splits, 1);
+    return;
+  }
+  const ResolvedConfig c = resolve_config(config);
+  const int64_t sms = sm_count();
+  const int64_t tiles = ceil_div<int64_t>(M, c.bm) * ceil_div<int64_t>(N, c.bn);
+  if (tiles >= sms || K < kSplitKMinK) {
+    splits = 1;
+    return;
+  }
+  const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
+  splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
 }
 
 // ---- float64: a simple shared-memory tiled kernel (one output per thread), any strides ----
@@ -299,6 +375,39 @@ bool is_hopper_kernel(TcKernel k) {
          k == TcKernel::kWsMulticast || k == TcKernel::kFinal;
 }
 
+bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
+
+// Repacking unaligned operands for the multistage kernel pays when the product's FLOPs are at least
+// this many times the bytes the copies move (read + write). An H100 does ~17 FP32 FLOP per byte of
+// DRAM bandwidth (66.9 TFLOP/s, 3.35 TB/s), so the pass then costs at most ~4% of the product at
+// peak: less than the multistage kernel is expected to gain over the scalar-load path. The sweep
+// measures the forced multistage configs with the repack included (4097x4095x4099).
+constexpr int64_t kRepackMinFlopsPerByte = 400;
+
+bool worth_repacking(int64_t M, int64_t N, int64_t K, int64_t repacked_elems) {
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double bytes = 2.0 * sizeof(float) * double(repacked_elems);
+  return flops >= double(kRepackMinFlopsPerByte) * bytes;
+}
+
+// `o` (float32, the Operand of `t`) copied into a buffer whose rows start on 16-byte boundaries,
+// in the same storage order (tc_repack with the layout kept: one cudasteps::copy_ pass).
+Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
+  TcOperand current;
+  current.holder = o.holder;
+  current.ptr = o.ptr;
+  current.ld = o.ld;
+  // tc_repack's k_major: A row-major, B column-major.
+  current.k_major = is_b ? o.col_major : !o.col_major;
+  const TcOperand r = tc_repack(t, current, is_b, current.k_major);
+  Operand out;
+  out.holder = r.holder;
+  out.ptr = r.ptr;
+  out.ld = r.ld;
+  out.col_major = o.col_major;
+  return out;
+}
+
 }  // namespace
 
 TcType tc_type_of(at::ScalarType dtype) {
@@ -416,6 +525,14 @@ at::Tensor matmul_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& a
 int find_config(const std::string& name) {
   for (int i = 0; i < kNumConfigs; ++i)
     if (name == kConfigs[i].name) return i;
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (ms_entry(i).all_layouts && name == ms_entry(i).name) return kNumConfigs + i;
+  return -1;
+}
+
+int find_ladder_step_config(const std::string& step) {
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (!ms_entry(i).all_layouts && step == ms_entry(i).name) return kNumConfigs + i;
   return -1;
 }
 
@@ -427,6 +544,8 @@ std::string config_names() {
     if (i) names += ", ";
     names += kConfigs[i].name;
   }
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (ms_entry(i).all_layouts) names += std::string(", ") + ms_entry(i).name;
   return names;
 }
 
@@ -467,18 +586,37 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // The kernel tracks the K extent left in a 32-bit register.
   CUDASTEPS_CHECK(K <= int64_t(INT_MAX) - 64, "mm", "the inner dimension K must be below 2^31 - 64 ",
                   "for float32, got ", K);
-  const Operand a = make_operand(a_t);
-  const Operand b = make_operand(b_t);
-  const bool vec = is_aligned(a.ptr, 16) && a.ld % 4 == 0 && is_aligned(b.ptr, 16) && b.ld % 4 == 0;
+  Operand a = make_operand(a_t);
+  Operand b = make_operand(b_t);
+  bool vec = rows_16b_aligned(a) && rows_16b_aligned(b);
 
+  const bool a_k = !a.col_major;  // row-major A is contiguous along K
+  const bool b_k = b.col_major;   // column-major B is contiguous along K
   int config = force_config, splits = force_splits;
   if (config < 0) {
     int auto_splits = 1;
-    choose_config(M, N, K, config, auto_splits);
+    choose_config(M, N, K, a_k, b_k, config, auto_splits);
     if (splits <= 0) splits = auto_splits;
   }
   if (splits <= 0) splits = 1;
-  const ConfigEntry& cfg = kConfigs[config];
+  const ResolvedConfig chosen = resolve_config(config);
+  // The multistage kernel copies aligned 16-byte chunks. Operands whose rows are not 16-byte
+  // aligned (K = 4099, a storage offset) are copied into padded rows when the product hides that
+  // pass (worth_repacking), else they take the sgemm_kernel config with the same block tile (its
+  // scalar-load instantiation).
+  if (chosen.ms != nullptr && !vec) {
+    const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
+    const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
+    if (worth_repacking(M, N, K, a_elems + b_elems)) {
+      if (a_elems) a = repack_rows(a_t, a, false);
+      if (b_elems) b = repack_rows(b_t, b, true);
+      vec = true;
+    }
+  }
+  const ConfigEntry* legacy = chosen.legacy;
+  if (chosen.ms != nullptr && !vec) legacy = &unaligned_fallback(chosen.bm, chosen.bn);
+  const int bm = legacy ? legacy->bm : chosen.bm, bn = legacy ? legacy->bn : chosen.bn;
+  const int bk = legacy ? legacy->bk : chosen.bk;
 
   SgemmParams p{};
   p.a = static_cast<const float*>(a.ptr);
@@ -488,18 +626,17 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   p.M = M;
   p.N = N;
   p.K = K;
-  const int64_t tiles_m = ceil_div<int64_t>(M, cfg.bm), tiles_n = ceil_div<int64_t>(N, cfg.bn);
+  const int64_t tiles_m = ceil_div<int64_t>(M, bm), tiles_n = ceil_div<int64_t>(N, bn);
   CUDASTEPS_CHECK(tiles_m * tiles_n <= INT_MAX, "mm", "the output [", M, ", ", N,
-                  "] must have at most 2^31 - 1 tiles of ", cfg.bm, " x ", cfg.bn, ", got ",
+                  "] must have at most 2^31 - 1 tiles of ", bm, " x ", bn, ", got ",
                   tiles_m * tiles_n);
   p.tiles_m = int(tiles_m);
   p.tiles_n = int(tiles_n);
   // K slices per split: whole BK slices, and no empty split.
-  p.k_per_split = ceil_div<int64_t>(ceil_div<int64_t>(K, splits), cfg.bk) * cfg.bk;
+  p.k_per_split = ceil_div<int64_t>(ceil_div<int64_t>(K, splits), bk) * bk;
   splits = int(ceil_div<int64_t>(K, p.k_per_split));
 
-  const bool a_k = !a.col_major;  // row-major A is contiguous along K
-  const bool b_k = b.col_major;   // column-major B is contiguous along K
+  at::Tensor partial;
   if (splits == 1) {
     p.out = out.data_ptr<float>();
     p.out_split_stride = 0;
@@ -508,15 +645,22 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     p.add_s1 = add.s1;
     p.alpha = float(alpha);
     p.beta = float(beta);
-    cfg.launch(p, a_k, b_k, vec, 1, stream);
   } else {
-    at::Tensor partial = at::empty({splits, M, N}, out.options());
+    // Deterministic split-K: each split writes its own partial sums, one pass adds them in split
+    // order (no atomics).
+    partial = at::empty({splits, M, N}, out.options());
     p.out = partial.data_ptr<float>();
     p.out_split_stride = M * N;
     p.addend = nullptr;
     p.alpha = 1.f;
     p.beta = 0.f;
-    cfg.launch(p, a_k, b_k, vec, splits, stream);
+  }
+  if (legacy != nullptr) {
+    legacy->launch(p, a_k, b_k, vec, splits, stream);
+  } else {
+    chosen.ms->launch(p, a_k, b_k, splits, stream);
+  }
+  if (splits > 1) {
     launch_epilogue<float>(partial.const_data_ptr<float>(), splits, M, N, out.data_ptr<float>(),
                            alpha, beta, add, stream);
   }

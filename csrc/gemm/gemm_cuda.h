@@ -42,8 +42,12 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& 
 // The TcType of a bf16/fp16 tensor, or kTF32 for float32.
 TcType tc_type_of(at::ScalarType dtype);
 
-// Index of the config named `name` (e.g. "128x128x16_w64x32_t8x8"), or -1.
+// Index of the config named `name` (e.g. "128x128x16_w64x32_t8x8", or a multistage config such as
+// "cp3_128x128x16_w64x32_t8x8_fdb_se"), or -1.
 int find_config(const std::string& name);
+// Index of the config of an SGEMM ladder step that runs the multistage kernel with a subset of its
+// features ("cp_async_multistage", "frag_double_buffer", "smem_epilogue"), or -1.
+int find_ladder_step_config(const std::string& step);
 // Index of the double-buffered 128x128 main config (the `double_buffer` ladder step).
 int main_config();
 // "name1, name2, ...": for error messages.

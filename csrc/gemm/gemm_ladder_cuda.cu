@@ -14,6 +14,13 @@
 //                  (gemm_tiles.cuh with WarpTile = false, Stages = 1).
 //   warptile       + the warp-tiled thread layout (conflict-free LDS.128, 4x4 sub-tiles), BK = 16.
 //   double_buffer  + two shared buffers and register prefetch: the main config of the final kernel.
+//   cp_async_multistage  the multistage kernel (sgemm_multistage.cuh): a 3-slice cp.async ring in
+//                  place of the register-staged double buffer, operands kept in their global
+//                  layout in shared memory (conflict-free LDS.128 of 4 k), 128x128x16, 8x8.
+//   frag_double_buffer   + the next k group's fragments read while this group's FFMAs run.
+//   smem_epilogue  + the output staged through shared memory, written as 16-byte coalesced rows.
+//   swizzled_raster      + grouped tile order for L2 reuse (the table config
+//                  cp3_128x128x16_w64x32_t8x8_fdb_se).
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K).
 //   cfg:<name>[:s<S>]  one entry of the config table by name, optionally with split-K factor S.
 //
@@ -211,10 +218,14 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The last multistage step: every feature on, i.e. this table config.
+constexpr const char* kSwizzledRasterConfig = "cp3_128x128x16_w64x32_t8x8_fdb_se";
+
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
-    "double_buffer, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
-    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast, tc:final";
+    "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
+    "final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, "
+    "tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast, tc:final";
 
 at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::string& variant) {
   const auto dtype = self.scalar_type();
@@ -270,6 +281,17 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
                     "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                     self.strides(), " and ", mat2.strides());
     return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, main_config(), 1);
+  }
+  {
+    // The multistage steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
+    const int step_config = variant == "swizzled_raster" ? find_config(kSwizzledRasterConfig)
+                                                         : find_ladder_step_config(variant);
+    if (step_config >= 0) {
+      CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
+                      "self and mat2 must be contiguous for variant '", variant, "', got strides ",
+                      self.strides(), " and ", mat2.strides());
+      return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1);
+    }
   }
   if (variant.rfind("cfg:", 0) == 0) {
     std::string name = variant.substr(4);

@@ -3,10 +3,11 @@
 * bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
   Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
   ldmatrix mma.sync kernel.
-* float32: the exact SGEMM (register-blocked, warp-tiled, double-buffered, a config table chosen
-  by shape, split-K for small outputs with a long K), or, when torch's TF32 switch is on
-  (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision("high")``),
-  the tensor-core kernels in TF32, as ``torch.mm`` does. The switch is read per call in C++.
+* float32: the exact SGEMM (register-blocked, warp-tiled, a multistage cp.async pipeline, configs
+  chosen by shape from a measured table, deterministic split-K for small outputs with a long K),
+  or, when torch's TF32 switch is on (``torch.backends.cuda.matmul.allow_tf32`` or
+  ``torch.set_float32_matmul_precision("high")``), the tensor-core kernels in TF32, as
+  ``torch.mm`` does. The switch is read per call in C++.
 * float64: a simple tiled kernel.
 
 Under ``torch.autocast`` the three ops cast their floating-point arguments to the autocast dtype,
@@ -33,11 +34,18 @@ LADDER = (
     "vectorized",
     "warptile",
     "double_buffer",
+    "cp_async_multistage",
+    "frag_double_buffer",
+    "smem_epilogue",
+    "swizzled_raster",
     "final",
 )
 
 # The config table of the final kernel, each runnable by name through ladder_mm ("cfg:<name>"),
-# optionally with a split-K factor ("cfg:<name>:s<splits>"). Index 0 is the main config.
+# optionally with a split-K factor ("cfg:<name>:s<splits>"). Index 0 is the main config. The
+# ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm_multistage.cuh);
+# the others the register-staged double-buffered kernel (csrc/gemm/gemm_tiles.cuh), which also
+# runs every operand whose rows are not 16-byte aligned.
 CONFIGS = (
     "128x128x8_w64x32_t8x8",
     "128x128x16_w64x32_t8x8",
@@ -48,8 +56,25 @@ CONFIGS = (
     "128x256x8_w64x64_t8x16",
     "256x128x8_w64x64_t16x8",
     "128x128x16_w64x64_t8x16",
+    "cp3_128x128x16_w64x32_t8x8_fdb_se",
+    "cp3_128x128x16_w64x32_t8x8",
+    "cp4_128x128x8_w64x32_t8x8_occ2",
+    "cp3_128x128x32_w64x32_t8x8_se",
+    "cp3_128x256x16_w64x64_t8x16_se",
+    "cp4_128x256x8_w64x64_t8x16_se",
+    "cp3_256x128x16_w64x64_t16x8_se",
+    "cp4_128x64x16_w64x32_t8x8_occ2",
+    "cp4_64x64x16_w32x32_t8x4_occ4",
 )
-CONFIG_VARIANTS = tuple(f"cfg:{c}" for c in CONFIGS) + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
+# The multistage configs (cp.async ring), a subset of CONFIGS.
+MULTISTAGE_CONFIGS = tuple(c for c in CONFIGS if c.startswith("cp"))
+# The SGEMM ladder steps that run the multistage kernel.
+MULTISTAGE_STEPS = ("cp_async_multistage", "frag_double_buffer", "smem_epilogue", "swizzled_raster")
+CONFIG_VARIANTS = (
+    tuple(f"cfg:{c}" for c in CONFIGS)
+    + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
+    + tuple(f"cfg:{MULTISTAGE_CONFIGS[0]}:s{s}" for s in (2, 3, 8))
+)
 
 # The tensor-core ladder (bf16, fp16, and float32 as TF32), naive first; ``tc:final`` is what mm()
 # runs for those dtypes. The sm_80 steps run on any GPU of compute capability 8.0 or newer; the
@@ -107,7 +132,7 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Run one step of a gemm ladder (CUDA, 2-D operands).
 
     SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
-    ``warptile`` (and ``double_buffer``) need contiguous operands; ``final`` and ``cfg:*`` take any
+    ``swizzled_raster`` need contiguous operands; ``final`` and ``cfg:*`` take any
     layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
     or float32 computed in TF32 whatever torch's switch says; any layout.
     """

@@ -1,0 +1,28 @@
+// Host interface of the multistage cp.async SGEMM (sgemm_multistage_cuda.cu): its configs, each
+// launched through one function pointer, and the SGEMM ladder steps built on it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "gemm/gemm_tiles.cuh"
+
+namespace cudasteps {
+namespace gemm {
+
+struct MsEntry {
+  const char* name;
+  int bm, bn, bk;
+  int min_blocks;  // __launch_bounds__ blocks per SM (split-K fills one wave of these)
+  // false: a ladder-step config, instantiated for row-major A and B only (the steps take
+  // contiguous operands); true: a config-table entry, instantiated for all four layouts.
+  bool all_layouts;
+  // a_k: A contiguous along K (row-major); b_k: B contiguous along K (column-major). Every operand
+  // row must be 16-byte aligned (the caller routes other operands elsewhere).
+  void (*launch)(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream);
+};
+
+int ms_num_entries();
+const MsEntry& ms_entry(int i);
+
+}  // namespace gemm
+}  // namespace cudasteps

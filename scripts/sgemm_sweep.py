@@ -1,0 +1,218 @@
+"""float32 SGEMM sweep: every config of the table (``cfg:<name>``, both kernels) and split-K factors
+on skinny shapes, over a grid of shapes and layouts, each checked against a float64 reference and
+timed next to torch.mm (TF32 off) and the dispatcher (cudasteps.mm), in one process.
+
+    python scripts/sgemm_sweep.py [--quick] [--json out.json] [--emit]
+
+--emit writes the dispatcher's table, csrc/gemm/sgemm_table.inc (per shape and layout the fastest
+correct config and split count; choose_config in gemm_cuda.cu reads it at build time, so the choice
+is committed and the same in every run), and the sweep's rows beside it in
+csrc/gemm/sgemm_sweep.json. Rebuild the extension after --emit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+
+import cudasteps
+import torch
+from cudasteps import gemm as G
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
+SWEEP_JSON = ROOT / "csrc" / "gemm" / "sgemm_sweep.json"
+
+# (label, M, N, K, layout): layout "NN" row-major A and B; "NT": B = W.t() (linear's x @ W^T);
+# "TN": A = g.t() (a weight gradient g^T @ x).
+SHAPES = [
+    ("square", 1024, 1024, 1024, "NN"),
+    ("square", 2048, 2048, 2048, "NN"),
+    ("square", 4096, 4096, 4096, "NN"),
+    ("square", 8192, 8192, 8192, "NN"),
+    ("odd", 4097, 4095, 4099, "NN"),
+    ("skinny M", 128, 8192, 8192, "NN"),
+    ("skinny N", 8192, 128, 8192, "NN"),
+    ("short K", 8192, 8192, 128, "NN"),
+    ("linear x @ W^T", 16384, 4096, 4096, "NT"),
+    # The FFN 2048 -> 8192 -> 2048 on 8192 rows: forward and backward GEMMs as autograd runs them.
+    ("FFN fwd x @ W1^T", 8192, 8192, 2048, "NT"),
+    ("FFN fwd h @ W2^T", 8192, 2048, 8192, "NT"),
+    ("FFN bwd g @ W2", 8192, 8192, 2048, "NN"),
+    ("FFN bwd g^T @ h", 2048, 8192, 8192, "TN"),
+    ("FFN bwd g1 @ W1", 8192, 2048, 8192, "NN"),
+    ("FFN bwd g1^T @ x", 8192, 2048, 8192, "TN"),
+]
+QUICK = [s for s in SHAPES if s[1:4] in ((4096, 4096, 4096), (128, 8192, 8192), (16384, 4096, 4096))]
+SPLITS = (2, 3, 4, 6, 8)
+# A config is accepted only with a relative error (sampled rows vs float64) below this, or below
+# twice cuBLAS's on the same inputs (fp32 accumulation error grows like sqrt(K): ~5e-6 at K = 8192).
+TOL = 1e-5
+
+
+def accepted(err, torch_err) -> bool:
+    return err < max(TOL, 2 * torch_err)
+
+
+def cuda_ms(fn, reps: int = 15) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def inputs(m, n, k, lay):
+    g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
+    a = (
+        torch.randn(k, m, device="cuda", generator=g).t()
+        if lay[0] == "T"
+        else torch.randn(m, k, device="cuda", generator=g)
+    )
+    b = (
+        torch.randn(n, k, device="cuda", generator=g).t()
+        if lay[1] == "T"
+        else torch.randn(k, n, device="cuda", generator=g)
+    )
+    return a, b
+
+
+def sampled_err(out, a, b, rows) -> float:
+    ref = a[rows].double() @ b.double()
+    o = out[rows].double()
+    if not torch.isfinite(o).all():
+        return float("inf")
+    return ((o - ref).norm() / ref.norm()).item()
+
+
+def candidates(m, n, k):
+    """(variant, config, splits): every config, and split-K where its tiles leave SMs idle."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    out = []
+    for c in G.CONFIGS:
+        out.append((f"cfg:{c}", c, 1))
+        bm, bn = (int(x) for x in c.split("_")[1 if c.startswith("cp") else 0].split("x")[:2])
+        tiles = -(-m // bm) * -(-n // bn)
+        if tiles < sms and k >= 1024:
+            out += [(f"cfg:{c}:s{s}", c, s) for s in SPLITS if k // s >= 256]
+    return out
+
+
+def sweep_shape(label, m, n, k, lay, rows_out):
+    a, b = inputs(m, n, k, lay)
+    flops = 2 * m * n * k
+    rows = torch.randperm(m, generator=torch.Generator().manual_seed(0))[:64].to("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch_ms = cuda_ms(lambda: torch.mm(a, b))
+    torch_err = sampled_err(torch.mm(a, b), a, b, rows)
+    disp_ms = cuda_ms(lambda: cudasteps.mm(a, b))
+    disp_err = sampled_err(cudasteps.mm(a, b), a, b, rows)
+    shape = f"{m}x{n}x{k}"
+    print(
+        f"{label:18s} {lay} {shape:16s} torch.mm {flops / torch_ms / 1e9:7.1f} TFLOP/s "
+        f"(err {torch_err:.2e})  "
+        f"cudasteps.mm {flops / disp_ms / 1e9:7.1f} ({torch_ms / disp_ms:.2f}x, err {disp_err:.2e})",
+        flush=True,
+    )
+    for variant, config, splits in candidates(m, n, k):
+        try:
+            err = sampled_err(G.run_ladder(variant, a, b), a, b, rows)
+            ms = cuda_ms(lambda v=variant: G.run_ladder(v, a, b))
+        except RuntimeError as exc:  # report and go on: one broken config must not hide the rest
+            print(f"    {variant:44s} ERROR {str(exc).splitlines()[0]}")
+            continue
+        rows_out.append(
+            dict(
+                label=label,
+                shape=[m, n, k],
+                layout=lay,
+                variant=variant,
+                config=config,
+                splits=splits,
+                ms=ms,
+                tflops=flops / ms / 1e9,
+                err=err,
+                torch_ms=torch_ms,
+                torch_err=torch_err,
+                dispatcher_ms=disp_ms,
+            )
+        )
+        flag = "" if accepted(err, torch_err) else "  <-- WRONG"
+        print(
+            f"    {variant:44s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s {torch_ms / ms:5.2f}x  "
+            f"err {err:.2e}{flag}",
+            flush=True,
+        )
+
+
+def best_per_shape(rows):
+    """(M, N, K, layout) -> the fastest correct row; ties go to the earlier config (table order)."""
+    best = {}
+    for r in rows:
+        if not accepted(r["err"], r["torch_err"]):
+            continue
+        key = (*r["shape"], r["layout"])
+        if key not in best or r["ms"] < best[key]["ms"]:
+            best[key] = r
+    return best
+
+
+def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
+    best = best_per_shape(rows)
+    lines = [
+        "// The float32 SGEMM dispatch table read by choose_config (gemm_cuda.cu): per measured shape and",
+        "// layout the fastest config and split-K factor. Written by `python scripts/sgemm_sweep.py --emit`",
+        "// from a measured sweep (numbers beside it in csrc/gemm/sgemm_sweep.json); the choice is",
+        "// committed, so it is the same in every run.",
+        f"// Measured on: {device_name}, torch {torch.__version__}, TF32 off.",
+        "//",
+        "// {M, N, K, layout (A then B, N = row-major, T = column-major), config, splits}",
+    ]
+    for (m, n, k, lay), r in best.items():
+        lines.append(f'{{{m}, {n}, {k}, "{lay}", "{r["config"]}", {r["splits"]}}},')
+        print(
+            f"table: {m}x{n}x{k} {lay}: {r['variant']} {r['tflops']:.1f} TFLOP/s "
+            f"({r['torch_ms'] / r['ms']:.2f}x torch.mm)"
+        )
+    table.write_text("\n".join(lines) + "\n")
+    sweep_json.write_text(
+        json.dumps(dict(device=device_name, torch=torch.__version__, rows=rows), indent=1) + "\n"
+    )
+    print(f"wrote {table} and {sweep_json}; rebuild the extension to use the new table")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="3 shapes only (no --emit)")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument(
+        "--emit", action="store_true", help="write csrc/gemm/sgemm_table.inc and sgemm_sweep.json"
+    )
+    args = ap.parse_args()
+    if args.emit and args.quick:
+        ap.error("--emit needs the full grid")
+    name = torch.cuda.get_device_name()
+    print(
+        f"cudasteps SGEMM sweep on {name} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), "
+        "TF32 off"
+    )
+    rows = []
+    for label, m, n, k, lay in QUICK if args.quick else SHAPES:
+        sweep_shape(label, m, n, k, lay, rows)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    if args.emit:
+        emit(rows, name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""The multistage cp.async SGEMM (csrc/gemm/sgemm_multistage.cuh): its ladder steps and configs on
+ragged shapes, every layout, padded and misaligned views, split-K; numerics against cuBLAS; the
+dispatch table (csrc/gemm/sgemm_table.inc)."""
+
+import pathlib
+import re
+import sys
+
+import cudasteps
+import pytest
+import torch
+import torch.nn.functional as F
+from _helpers import make_tensor, misaligned, rel_err, requires_cuda
+from cudasteps import gemm as G
+
+F32_TOL = 1e-5
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
+
+MS_VARIANTS = G.MULTISTAGE_STEPS + tuple(f"cfg:{c}" for c in G.MULTISTAGE_CONFIGS)
+# cfg variants run any layout; the steps take contiguous (row-major) operands only.
+MS_CFG_VARIANTS = tuple(f"cfg:{c}" for c in G.MULTISTAGE_CONFIGS)
+
+# Not multiples of any tile (BM/BN 64..256, BK 8/16), with K and N multiples of 4 so that the
+# row-major operands are read by the cp.async kernel itself (16-byte aligned rows).
+RAGGED = [(1, 4, 4), (3, 8, 12), (67, 36, 20), (131, 260, 36), (259, 132, 516), (300, 388, 1000)]
+
+
+def ref_mm(a, b):
+    return a.double().cpu() @ b.double().cpu()
+
+
+def poison_allocator(*numels):
+    """NaN-fill and free CUDA blocks of these sizes: the op's fresh output (and split-K workspace)
+    of the same size reuses them from the caching allocator, so any element the kernel does not
+    write reads back as NaN (rel_err is then inf)."""
+    for n in numels:
+        if n > 0:
+            torch.empty(n, device="cuda").fill_(float("nan"))
+
+
+def with_ld(rows, cols, ld, seed, col_major=False):
+    """A [rows, cols] view with leading dimension ld > the contiguous extent (row pitch padded),
+    so the last 16-byte chunk of each row is partial: row-major, or column-major when asked."""
+    if col_major:
+        return make_tensor((cols, ld), device="cuda", seed=seed)[:, :rows].t()
+    return make_tensor((rows, ld), device="cuda", seed=seed)[:, :cols]
+
+
+def layout(t, transposed):
+    return t.t().contiguous().t() if transposed else t
+
+
+def check(variant, a, b, what=""):
+    m, n = a.shape[0], b.shape[1]
+    poison_allocator(m * n)
+    out = G.run_ladder(variant, a, b)
+    assert out.shape == (m, n) and out.is_contiguous()
+    err = rel_err(out, ref_mm(a, b))
+    assert err < F32_TOL, f"{variant} {tuple(a.shape)} x {tuple(b.shape)} {what}: rel err {err}"
+
+
+# ---------------------------------------------------------------- the table (no GPU needed)
+
+
+def table_rows(path=TABLE):
+    rows = []
+    pattern = re.compile(r'^\{(\d+), (\d+), (\d+), "([NT]{2})", "([^"]+)", (\d+)\},$')
+    for line in path.read_text().splitlines():
+        if line.startswith("//") or not line.strip():
+            continue
+        match = pattern.match(line.strip())
+        assert match, f"sgemm_table.inc: unparsable row {line!r}"
+        m, n, k, lay, cfg, splits = match.groups()
+        rows.append((int(m), int(n), int(k), lay, cfg, int(splits)))
+    return rows
+
+
+def test_table_names_known_configs():
+    rows = table_rows()
+    assert rows, "the dispatch table must have at least one row"
+    for m, n, k, lay, cfg, splits in rows:
+        assert cfg in G.CONFIGS, f"table row {(m, n, k, lay)} names an unknown config {cfg!r}"
+        assert 1 <= splits <= 64 and min(m, n, k) >= 1
+    keys = [(m, n, k, lay) for m, n, k, lay, *_ in rows]
+    assert len(keys) == len(set(keys)), "one row per shape and layout"
+
+
+def test_sweep_emit_format(tmp_path):
+    # The sweep's --emit output parses as a table: the fastest accepted row per shape and layout
+    # (a wrong result never wins, however fast), ties to the earlier row.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import sgemm_sweep
+    finally:
+        sys.path.pop(0)
+    c0, c1 = G.CONFIGS[0], G.MULTISTAGE_CONFIGS[0]
+
+    def row(shape, lay, config, splits, ms, err):
+        return dict(
+            shape=list(shape),
+            layout=lay,
+            variant=f"cfg:{config}:s{splits}",
+            config=config,
+            splits=splits,
+            ms=ms,
+            tflops=1.0,
+            err=err,
+            torch_ms=1.0,
+            torch_err=1e-6,
+            dispatcher_ms=1.0,
+        )
+
+    rows = [
+        row((64, 32, 16), "NN", c0, 1, 2.0, 1e-7),
+        row((64, 32, 16), "NN", c1, 2, 1.0, 1e-7),
+        row((64, 32, 16), "NN", c1, 3, 0.5, 1.0),  # fastest but wrong
+        row((64, 32, 16), "NT", c0, 1, 1.0, 1e-7),
+        row((64, 32, 16), "NT", c1, 1, 1.0, 1e-7),  # a tie: the earlier row stays
+    ]
+    table, sweep_json = tmp_path / "table.inc", tmp_path / "sweep.json"
+    sgemm_sweep.emit(rows, "test device", table, sweep_json)
+    assert table_rows(table) == [(64, 32, 16, "NN", c1, 2), (64, 32, 16, "NT", c0, 1)]
+    assert "test device" in table.read_text() and sweep_json.exists()
+
+
+def test_multistage_names():
+    assert G.MULTISTAGE_CONFIGS and all(c in G.CONFIGS for c in G.MULTISTAGE_CONFIGS)
+    ladder = G.LADDER
+    assert ladder.index("double_buffer") < ladder.index("cp_async_multistage") < ladder.index("final")
+    assert all(s in ladder for s in G.MULTISTAGE_STEPS)
+
+
+# ---------------------------------------------------------------- steps and configs (CUDA)
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", MS_VARIANTS)
+def test_multistage_ragged(variant):
+    for i, (m, n, k) in enumerate(RAGGED):
+        a = make_tensor((m, k), device="cuda", seed=i)
+        b = make_tensor((k, n), device="cuda", seed=40 + i)
+        check(variant, a, b)
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", MS_VARIANTS)
+def test_multistage_sizes_zero_and_one(variant):
+    for m, n, k in [(0, 8, 4), (5, 0, 4), (1, 1, 1), (1, 4, 4), (4, 1, 4), (4, 4, 1), (1, 1, 2048)]:
+        a = make_tensor((m, k), device="cuda", seed=1)
+        b = make_tensor((k, n), device="cuda", seed=2)
+        out = G.run_ladder(variant, a, b)
+        assert out.shape == (m, n)
+        if m and n:
+            assert rel_err(out, ref_mm(a, b)) < F32_TOL, (variant, m, n, k)
+    out = G.run_ladder(variant, make_tensor((3, 0), device="cuda"), make_tensor((0, 5), device="cuda"))
+    assert torch.equal(out.cpu(), torch.zeros(3, 5))
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", MS_CFG_VARIANTS)
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_multistage_layouts(variant, ta, tb):
+    # a.t(), b.t() (linear's W^T) read in place, ragged in every dimension.
+    for i, (m, n, k) in enumerate([(131, 260, 36), (300, 388, 1000), (1, 4, 4), (4, 132, 1)]):
+        a = layout(make_tensor((m, k), device="cuda", seed=i), ta)
+        b = layout(make_tensor((k, n), device="cuda", seed=60 + i), tb)
+        check(variant, a, b, f"ta={ta} tb={tb}")
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", MS_CFG_VARIANTS)
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_multistage_padded_rows(variant, ta, tb):
+    # Leading dimension a multiple of 4 but the contiguous extent not: the cp.async kernel reads
+    # the partial 16-byte chunk at each row's end (zero-filled source size 4..12 bytes).
+    for i, (m, n, k) in enumerate([(70, 133, 37), (129, 65, 131), (2, 3, 5)]):
+        lda = ((m if ta else k) + 3) // 4 * 4 + 4
+        ldb = ((k if tb else n) + 3) // 4 * 4 + 8
+        a = with_ld(m, k, lda, seed=i, col_major=ta)
+        b = with_ld(k, n, ldb, seed=70 + i, col_major=tb)
+        check(variant, a, b, f"lda={lda} ldb={ldb} ta={ta} tb={tb}")
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", MS_VARIANTS)
+def test_multistage_misaligned_falls_back(variant):
+    # Storage offset 1 (base not 16-byte aligned) and K % 4 != 0: the sgemm_kernel path, same result.
+    a = misaligned((45, 80), device="cuda", seed=3)
+    b = misaligned((80, 36), device="cuda", seed=4)
+    check(variant, a, b, "offset 1")
+    check(variant, make_tensor((45, 77), device="cuda"), make_tensor((77, 39), device="cuda", seed=1), "K=77")
+
+
+@requires_cuda
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_multistage_repacks_unaligned_large(tb):
+    # Large enough that the dispatcher copies unaligned operands into 16-byte padded rows for the
+    # multistage kernel (K = 1027 rows; a storage offset) instead of the scalar-load kernel.
+    m, n, k = 3600, 3604, 1027
+    g = torch.Generator(device="cuda").manual_seed(7)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    b = layout(torch.randn(k, n, device="cuda", generator=g), tb)
+    ref = a.double() @ b.double()
+    for variant in ("cfg:" + G.MULTISTAGE_CONFIGS[0], "final"):
+        poison_allocator(m * n)
+        assert rel_err(G.run_ladder(variant, a, b), ref) < F32_TOL, (variant, "K = 1027")
+    a_off = misaligned((m, 1028), device="cuda", seed=8)
+    b_al = layout(make_tensor((1028, n), device="cuda", seed=9), tb)
+    ref = a_off.double() @ b_al.double()
+    assert rel_err(G.run_ladder("cfg:" + G.MULTISTAGE_CONFIGS[0], a_off, b_al), ref) < F32_TOL, "offset 1"
+
+
+@requires_cuda
+@pytest.mark.parametrize("config", G.MULTISTAGE_CONFIGS)
+@pytest.mark.parametrize("splits", [2, 3, 7])
+def test_multistage_split_k(config, splits):
+    m, n, k = 190, 132, 2052
+    a = make_tensor((m, k), device="cuda", seed=5)
+    b = make_tensor((k, n), device="cuda", seed=6)
+    poison_allocator(m * n, splits * m * n)
+    variant = f"cfg:{config}:s{splits}"
+    first = G.run_ladder(variant, a, b)
+    assert rel_err(first, ref_mm(a, b)) < F32_TOL, variant
+    # Deterministic: fixed-order reduction of the partial sums, no atomics.
+    assert torch.equal(first, G.run_ladder(variant, a, b)), variant
+    bt = layout(b, True)
+    assert rel_err(G.run_ladder(variant, a, bt), ref_mm(a, b)) < F32_TOL, f"{variant} b.t()"
+
+
+@requires_cuda
+def test_multistage_steps_need_contiguous():
+    a = make_tensor((8, 12), device="cuda").t()
+    b = make_tensor((8, 4), device="cuda")
+    for step in G.MULTISTAGE_STEPS:
+        with pytest.raises(
+            RuntimeError, match=rf"cudasteps.ladder_mm: self and mat2 must be contiguous for variant '{step}'"
+        ):
+            G.run_ladder(step, a, b)
+
+
+# ---------------------------------------------------------------- the dispatcher (CUDA)
+
+
+@requires_cuda
+@pytest.mark.parametrize(
+    "shape",
+    [(1000, 1000, 1000), (2000, 2100, 2048), (700, 4000, 4000), (8000, 192, 4096), (4000, 4000, 128)],
+)
+def test_dispatch_addmm_linear(shape):
+    # Shapes near different table rows (other configs, split-K), through the epilogue with alpha,
+    # beta and a broadcast addend, and linear's x @ W^T + bias.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m, n, k = shape
+    a = make_tensor((m, k), device="cuda", seed=1)
+    b = make_tensor((k, n), device="cuda", seed=2)
+    s = make_tensor((n,), device="cuda", seed=3)
+    ref = a.double().cpu() @ b.double().cpu()
+    poison_allocator(m * n)
+    out = cudasteps.addmm(s, a, b, beta=0.5, alpha=-2.0)
+    assert rel_err(out, 0.5 * s.double().cpu() - 2.0 * ref) < F32_TOL
+    w = b.t().contiguous()
+    out = cudasteps.linear(a, w, s)
+    assert rel_err(out, F.linear(a.double().cpu(), w.double().cpu(), s.double().cpu())) < F32_TOL
+    assert torch.equal(out, cudasteps.linear(a, w, s)), "run to run bitwise"
+
+
+@requires_cuda
+@pytest.mark.parametrize(
+    "shape, ta, tb",
+    [
+        ((1024, 1024, 1024), False, False),
+        ((2048, 2048, 2048), False, False),
+        ((4097, 4095, 4099), False, False),
+        ((128, 8192, 8192), False, False),
+        ((8192, 128, 8192), False, False),
+        ((4096, 4096, 128), False, False),
+        ((2048, 4096, 1024), False, True),  # linear: x @ W^T
+        ((1024, 4096, 2048), True, False),  # a weight gradient: g^T @ x
+    ],
+)
+def test_numerics_vs_cublas(shape, ta, tb):
+    """Our error against float64 is no worse than 1.5x cuBLAS's (TF32 off) on the same inputs."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = layout(torch.randn(m, k, device="cuda", generator=g), ta)
+    b = layout(torch.randn(k, n, device="cuda", generator=g), tb)
+    ref = a.double() @ b.double()
+    ours = rel_err(cudasteps.mm(a, b), ref)
+    cublas = rel_err(torch.mm(a, b), ref)
+    msg = f"{shape} ta={ta} tb={tb}: cudasteps rel err {ours:.3e}, cuBLAS {cublas:.3e}"
+    print(msg)
+    assert ours <= 1.5 * cublas + 1e-9, msg
