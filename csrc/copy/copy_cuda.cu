@@ -10,6 +10,12 @@
 // (4 x 4 bytes for that fp32 view) and still stored as one 16-byte access. The warp's loads then
 // touch the same 128-byte lines as aligned loads would, so DRAM traffic is unchanged.
 //
+// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (above); a transposed view of a
+// contiguous tensor goes to the transpose kernel (copy.h); other strided inputs copied into a
+// contiguous output go to the row kernel (innermost dim contiguous) or the gather kernel
+// (innermost dim strided), see "Strided views: rows"; anything else (a strided output) to the
+// generic strided kernel, one element per index step.
+//
 // Ladder (ladder_copy): scalar (one element per thread, one thread per element) -> grid_stride
 // (a grid of one wave, each thread loops) -> vec16_persistent (16-byte accesses, still one wave
 // of blocks looping) -> vec16 (the same kernel with one block per 8 KiB tile, in address order).

@@ -82,7 +82,7 @@ struct ActFn<Act::kGelu> {
   }
 };
 
-// gelu for fp16 and bf16 data, whose results are rounded to 11 and 8 bits. Phi(z) comes from a
+// gelu for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both backends). Phi(z) comes from a
 // fit of erfc with a relative error below 1.2e-7 everywhere, tails included (the Chebyshev fit
 // of erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), from Numerical Recipes), and exp(-z^2 / 2)
 // is shared by Phi and the density phi that the derivative adds. On the GPU it costs two fast
@@ -256,8 +256,9 @@ struct BiasFastGeluGradOp {
   }
 };
 
-// The forward and backward functors the CUDA kernels run for data of type T: FastGelu for fp16 and
-// bf16 gelu, ActFn<A> otherwise.
+// The forward and backward functors bias_act runs for data of type T on both backends: FastGelu
+// for fp16 and bf16 gelu (within those types' rounding in both tails, where the fp32
+// 0.5 * (1 + erff(z / sqrt(2))) cancels), ActFn<A> otherwise.
 template <Act A, typename T>
 constexpr bool kUseFastGelu = A == Act::kGelu && sizeof(T) == 2;
 template <Act A, typename T>
