@@ -272,7 +272,7 @@ def _row_views(dtype, device):
     flat = make_tensor((1 + 33 * 40,), dtype, device, seed=4)
     views += [flat[1:].view(33, 40)[:, :37], flat[1:].view(33, 40)[::2, 8:]]
     # Sizes 0 and 1, and a broadcast row (outer stride 0).
-    views += [x3[:, :0, 1:], x3[:1, 2:3, 1:], x3[:1, :, 1:]]
+    views += [x3[:, :0, 1:], x3[:1, 2:4, 1:], x3[:1, :, 1:], x3[2:3, :1, 1:2], x3[:, 2:4, 5:6]]
     views += [make_tensor((1, 50), dtype, device, seed=5).expand(7, 50)]
     return views
 
@@ -287,7 +287,7 @@ def _gather_views(dtype, device):
     x3 = make_tensor((6, 10, 36), dtype, device, seed=6)
     views += [x3[:, :, ::2], x3[::2, 1:, 1::3], x3[:, ::3, ::5], x3.permute(1, 0, 2)[..., ::2]]
     flat = make_tensor((3 + 33 * 40,), dtype, device, seed=7)
-    views += [flat[3:].view(33, 40)[:, ::2], flat[1:].view(33, 40)[1:, 1::2]]
+    views += [flat[3:].view(33, 40)[:, ::2], flat[1 : 1 + 33 * 40].view(33, 40)[1:, 1::2]]
     views += [x3[:, :0, ::2], x3[:1, :1, ::2], x3[:1, 3:4, 7::40]]
     views += [make_tensor((9, 1), dtype, device, seed=8).expand(9, 24)]
     return views

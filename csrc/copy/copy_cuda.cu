@@ -212,18 +212,22 @@ struct StridedCopy {
 // element by element (inner stride > 1, or 0 for an expanded dim).
 //
 // Both kernels cut every output row into chunks of ChunkBytes (16 when the output row starts and
-// the row length allow it) and work on tiles of (row_threads x kStridedRowUnroll) rows x col_threads
-// chunks: col_threads = the chunks of a row rounded up to a power of two, at most the block, so a
-// warp covers 32 consecutive chunks of one row (512 contiguous bytes) or several whole short rows.
-// Thread (tx, ty) of a tile takes chunk tx of rows ty, ty + row_threads, ...: kStridedRowUnroll
-// independent loads in flight before the first store. The row's input offset is computed once per
-// row and chunk (a division per outer dim, in 32 bits where the row count allows), never per
-// element.
-constexpr int kStridedRowUnroll = 4;
+// the row length allow it) and work on tiles of chunks: col_threads = the chunks of a row rounded
+// up to a power of two, at most the block, so a warp covers 32 consecutive chunks of one row (512
+// contiguous bytes) or several whole short rows; the other threads of the block take further rows.
+// Each thread has kStridedRowUnroll chunks in flight before its first store: chunk tx of
+// kStridedRowUnroll rows (row_threads apart) when rows are short, or of fewer rows and several
+// chunks along each (col_threads apart) when a row has more chunks than the block has threads (a
+// column-strided view of a contiguous tensor is often a single row after merging dims). A row's
+// input offset is computed once per row and chunk (a division per outer dim, in 32 bits where the
+// row count allows), never per element.
+constexpr int kStridedRowUnrollLog2 = 2;
+constexpr int kStridedRowUnroll = 1 << kStridedRowUnrollLog2;
 
 struct RowLayout {
   int outer_dims = 0;                       // dims before the row dim (0: one row)
   int col_log2 = 0;                         // log2 of col_threads
+  int along_log2 = 0;                       // log2 of the chunks in flight along one row
   bool index32 = false;                     // rows < 2^32: the row split in 32-bit arithmetic
   int64_t outer_sizes[kMaxStridedDims];
   int64_t outer_strides[kMaxStridedDims];   // input strides in bytes
@@ -258,23 +262,31 @@ struct RowLayout {
   }
 };
 
-// A tile's coordinates for this thread: its chunk within the row and its first row.
+// A thread's kStridedRowUnroll chunks in a tile: slot u is chunk chunk0 + (u % along) * col_threads
+// of row row0 + (u / along) * row_threads, along = 1 << L.along_log2.
 struct TileCoords {
-  int64_t chunk;
   int64_t row0;
-  int64_t row_step;
+  int64_t chunk0;
+  int64_t row_threads;
+  int64_t col_threads;
+  int along_log2;
+
+  __device__ __forceinline__ int64_t row(int u) const { return row0 + (u >> along_log2) * row_threads; }
+  __device__ __forceinline__ int64_t chunk(int u) const {
+    return chunk0 + (u & ((1 << along_log2) - 1)) * col_threads;
+  }
 };
 
 __device__ __forceinline__ TileCoords tile_coords(const RowLayout& L, int64_t tile) {
-  const int64_t col_threads = int64_t(1) << L.col_log2;
-  const int64_t row_threads = kCopyThreads >> L.col_log2;
-  const int64_t row_group = tile / L.col_tiles;
-  const int tx = int(threadIdx.x) & int(col_threads - 1);
-  const int ty = int(threadIdx.x) >> L.col_log2;
   TileCoords t;
-  t.chunk = (tile - row_group * L.col_tiles) * col_threads + tx;
-  t.row0 = row_group * row_threads * kStridedRowUnroll + ty;
-  t.row_step = row_threads;
+  t.col_threads = int64_t(1) << L.col_log2;
+  t.row_threads = kCopyThreads >> L.col_log2;
+  t.along_log2 = L.along_log2;
+  const int64_t row_group = tile / L.col_tiles;
+  const int tx = int(threadIdx.x) & int(t.col_threads - 1);
+  const int ty = int(threadIdx.x) >> L.col_log2;
+  t.chunk0 = ((tile - row_group * L.col_tiles) << L.along_log2) * t.col_threads + tx;
+  t.row0 = ((row_group * t.row_threads) << (kStridedRowUnrollLog2 - L.along_log2)) + ty;
   return t;
 }
 
@@ -306,20 +318,44 @@ __global__ void __launch_bounds__(kCopyThreads)
   using C = typename Word<ChunkBytes>::type;
   for (int64_t tile = blockIdx.x; tile < L.n_tiles; tile += gridDim.x) {
     const TileCoords t = tile_coords(L, tile);
-    if (t.chunk >= L.chunks) continue;  // no barrier in this kernel
-    const int64_t col_bytes = t.chunk * ChunkBytes;
     C v[kStridedRowUnroll];
 #pragma unroll
     for (int u = 0; u < kStridedRowUnroll; ++u) {
-      const int64_t r = t.row0 + u * t.row_step;
-      if (r < L.rows) v[u] = load_chunk<ChunkBytes, LoadAlign>(src + L.row_offset(r) + col_bytes);
+      const int64_t r = t.row(u), c = t.chunk(u);
+      if (r < L.rows && c < L.chunks) {
+        v[u] = load_chunk<ChunkBytes, LoadAlign>(src + L.row_offset(r) + c * ChunkBytes);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kStridedRowUnroll; ++u) {
-      const int64_t r = t.row0 + u * t.row_step;
-      if (r < L.rows) __stcs(reinterpret_cast<C*>(dst + r * L.row_bytes + col_bytes), v[u]);
+      const int64_t r = t.row(u), c = t.chunk(u);
+      if (r < L.rows && c < L.chunks) {
+        __stcs(reinterpret_cast<C*>(dst + r * L.row_bytes + c * ChunkBytes), v[u]);
+      }
     }
   }
+}
+
+// ChunkBytes of output from its ChunkBytes / ElemBytes elements. 1- and 2-byte elements are
+// shifted into 32-bit words first: a byte-wise memcpy into a 16-byte vector went through the stack.
+template <int ElemBytes, int ChunkBytes>
+__device__ __forceinline__ typename Word<ChunkBytes>::type pack_chunk(
+    const typename Word<ElemBytes>::type (&e)[ChunkBytes / ElemBytes]) {
+  typename Word<ChunkBytes>::type chunk;
+  if constexpr (ElemBytes < 4 && ChunkBytes >= 4) {
+    constexpr int kPerWord = 4 / ElemBytes;
+    uint32_t words[ChunkBytes / 4];
+#pragma unroll
+    for (int w = 0; w < ChunkBytes / 4; ++w) {
+      words[w] = 0;
+#pragma unroll
+      for (int k = 0; k < kPerWord; ++k) words[w] |= uint32_t(e[w * kPerWord + k]) << (8 * ElemBytes * k);
+    }
+    memcpy(&chunk, words, ChunkBytes);
+  } else {
+    memcpy(&chunk, e, ChunkBytes);
+  }
+  return chunk;
 }
 
 // Rows gathered element by element (inner stride != 1): each thread builds ChunkBytes of output
@@ -334,26 +370,22 @@ __global__ void __launch_bounds__(kCopyThreads)
   constexpr int kElems = ChunkBytes / ElemBytes;
   for (int64_t tile = blockIdx.x; tile < L.n_tiles; tile += gridDim.x) {
     const TileCoords t = tile_coords(L, tile);
-    if (t.chunk >= L.chunks) continue;  // no barrier in this kernel
-    const int64_t col_in = t.chunk * kElems * L.inner_stride;
-    const int64_t col_out = t.chunk * ChunkBytes;
     E e[kStridedRowUnroll][kElems];
 #pragma unroll
     for (int u = 0; u < kStridedRowUnroll; ++u) {
-      const int64_t r = t.row0 + u * t.row_step;
-      if (r < L.rows) {
-        const uint8_t* p = src + L.row_offset(r) + col_in;
+      const int64_t r = t.row(u), c = t.chunk(u);
+      if (r < L.rows && c < L.chunks) {
+        const uint8_t* p = src + L.row_offset(r) + c * kElems * L.inner_stride;
 #pragma unroll
         for (int k = 0; k < kElems; ++k) e[u][k] = __ldg(reinterpret_cast<const E*>(p + k * L.inner_stride));
       }
     }
 #pragma unroll
     for (int u = 0; u < kStridedRowUnroll; ++u) {
-      const int64_t r = t.row0 + u * t.row_step;
-      if (r < L.rows) {
-        C chunk;
-        memcpy(&chunk, e[u], ChunkBytes);
-        __stcs(reinterpret_cast<C*>(dst + r * L.row_bytes + col_out), chunk);
+      const int64_t r = t.row(u), c = t.chunk(u);
+      if (r < L.rows && c < L.chunks) {
+        __stcs(reinterpret_cast<C*>(dst + r * L.row_bytes + c * ChunkBytes),
+               pack_chunk<ElemBytes, ChunkBytes>(e[u]));
       }
     }
   }
@@ -366,14 +398,19 @@ int pow2_divisor(int64_t v) {
   return a;
 }
 
-// The tile shape for L.chunks chunks per row (see above).
+// The tile shape for L.chunks chunks per row (see above): chunks in flight along a row only when
+// a row has more chunks than the block has threads, as many as it has blocks' worth (up to all).
 void set_row_tiles(RowLayout& L) {
   int col_log2 = 0;
   while ((int64_t(1) << col_log2) < L.chunks && (1 << col_log2) < kCopyThreads) ++col_log2;
+  int along_log2 = 0;
+  while (along_log2 < kStridedRowUnrollLog2 && (int64_t(kCopyThreads) << along_log2) < L.chunks) ++along_log2;
   L.col_log2 = col_log2;
+  L.along_log2 = along_log2;
   const int64_t row_threads = kCopyThreads >> col_log2;
-  L.col_tiles = ceil_div<int64_t>(L.chunks, int64_t(1) << col_log2);
-  L.n_tiles = ceil_div<int64_t>(L.rows, row_threads * kStridedRowUnroll) * L.col_tiles;
+  const int64_t tile_rows = row_threads << (kStridedRowUnrollLog2 - along_log2);
+  L.col_tiles = ceil_div<int64_t>(L.chunks, int64_t(1) << (col_log2 + along_log2));
+  L.n_tiles = ceil_div<int64_t>(L.rows, tile_rows) * L.col_tiles;
 }
 
 // One block per tile, as the contiguous path: tiles are numbered in output address order, so the
