@@ -207,9 +207,9 @@ struct StridedCopy {
 //
 // A contiguous output and a strided input, seen as rows: the innermost dim (after merging the dims
 // that are contiguous in both, make_strided_pair) is a row of `inner` elements, and the row index
-// splits into the outer dims (sizes and input strides). A row-sliced view (x[::2], x[:, 1:, :]) has
-// input rows that are contiguous (inner stride 1); a column-strided view (x[:, ::2]) gathers each row
-// element by element (inner stride > 1, or 0 for an expanded dim).
+// splits into the outer dims (sizes and input strides). A row-sliced view (x[::2], x[:, 1:, :])
+// has input rows that are contiguous (inner stride 1); a column-strided view (x[:, ::2]) gathers
+// each row element by element (inner stride > 1, or 0 for an expanded dim).
 //
 // Both kernels cut every output row into chunks of ChunkBytes (16 when the output row starts and
 // the row length allow it) and work on tiles of chunks: col_threads = the chunks of a row rounded
@@ -271,7 +271,9 @@ struct TileCoords {
   int64_t col_threads;
   int along_log2;
 
-  __device__ __forceinline__ int64_t row(int u) const { return row0 + (u >> along_log2) * row_threads; }
+  __device__ __forceinline__ int64_t row(int u) const {
+    return row0 + (u >> along_log2) * row_threads;
+  }
   __device__ __forceinline__ int64_t chunk(int u) const {
     return chunk0 + (u & ((1 << along_log2) - 1)) * col_threads;
   }
@@ -290,7 +292,7 @@ __device__ __forceinline__ TileCoords tile_coords(const RowLayout& L, int64_t ti
   return t;
 }
 
-// Loads ChunkBytes from `src`, which is aligned to LoadAlign bytes, as ChunkBytes / LoadAlign words.
+// Loads ChunkBytes from `src`, aligned to LoadAlign bytes, as ChunkBytes / LoadAlign words.
 template <int ChunkBytes, int LoadAlign>
 __device__ __forceinline__ typename Word<ChunkBytes>::type load_chunk(const uint8_t* src) {
   using C = typename Word<ChunkBytes>::type;
@@ -314,7 +316,8 @@ __device__ __forceinline__ typename Word<ChunkBytes>::type load_chunk(const uint
 // the strides).
 template <int ChunkBytes, int LoadAlign>
 __global__ void __launch_bounds__(kCopyThreads)
-    copy_rows_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, const RowLayout L) {
+    copy_rows_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                     const RowLayout L) {
   using C = typename Word<ChunkBytes>::type;
   for (int64_t tile = blockIdx.x; tile < L.n_tiles; tile += gridDim.x) {
     const TileCoords t = tile_coords(L, tile);
@@ -349,7 +352,9 @@ __device__ __forceinline__ typename Word<ChunkBytes>::type pack_chunk(
     for (int w = 0; w < ChunkBytes / 4; ++w) {
       words[w] = 0;
 #pragma unroll
-      for (int k = 0; k < kPerWord; ++k) words[w] |= uint32_t(e[w * kPerWord + k]) << (8 * ElemBytes * k);
+      for (int k = 0; k < kPerWord; ++k) {
+        words[w] |= uint32_t(e[w * kPerWord + k]) << (8 * ElemBytes * k);
+      }
     }
     memcpy(&chunk, words, ChunkBytes);
   } else {
@@ -364,7 +369,8 @@ __device__ __forceinline__ typename Word<ChunkBytes>::type pack_chunk(
 // the same lines again, so they go through L1 (__ldg), not the streaming hint.
 template <int ElemBytes, int ChunkBytes>
 __global__ void __launch_bounds__(kCopyThreads)
-    copy_gather_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst, const RowLayout L) {
+    copy_gather_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                       const RowLayout L) {
   using E = typename Word<ElemBytes>::type;
   using C = typename Word<ChunkBytes>::type;
   constexpr int kElems = ChunkBytes / ElemBytes;
@@ -377,7 +383,9 @@ __global__ void __launch_bounds__(kCopyThreads)
       if (r < L.rows && c < L.chunks) {
         const uint8_t* p = src + L.row_offset(r) + c * kElems * L.inner_stride;
 #pragma unroll
-        for (int k = 0; k < kElems; ++k) e[u][k] = __ldg(reinterpret_cast<const E*>(p + k * L.inner_stride));
+        for (int k = 0; k < kElems; ++k) {
+          e[u][k] = __ldg(reinterpret_cast<const E*>(p + k * L.inner_stride));
+        }
       }
     }
 #pragma unroll
@@ -404,7 +412,9 @@ void set_row_tiles(RowLayout& L) {
   int col_log2 = 0;
   while ((int64_t(1) << col_log2) < L.chunks && (1 << col_log2) < kCopyThreads) ++col_log2;
   int along_log2 = 0;
-  while (along_log2 < kStridedRowUnrollLog2 && (int64_t(kCopyThreads) << along_log2) < L.chunks) ++along_log2;
+  while (along_log2 < kStridedRowUnrollLog2 && (int64_t(kCopyThreads) << along_log2) < L.chunks) {
+    ++along_log2;
+  }
   L.col_log2 = col_log2;
   L.along_log2 = along_log2;
   const int64_t row_threads = kCopyThreads >> col_log2;
@@ -429,16 +439,24 @@ template <int ChunkBytes>
 void launch_copy_rows(int load_align, const uint8_t* src, uint8_t* dst, const RowLayout& L,
                       cudaStream_t stream) {
   if constexpr (ChunkBytes >= 16) {
-    if (load_align >= 16) return launch_row_tiles(copy_rows_kernel<ChunkBytes, 16>, src, dst, L, stream);
+    if (load_align >= 16) {
+      return launch_row_tiles(copy_rows_kernel<ChunkBytes, 16>, src, dst, L, stream);
+    }
   }
   if constexpr (ChunkBytes >= 8) {
-    if (load_align >= 8) return launch_row_tiles(copy_rows_kernel<ChunkBytes, 8>, src, dst, L, stream);
+    if (load_align >= 8) {
+      return launch_row_tiles(copy_rows_kernel<ChunkBytes, 8>, src, dst, L, stream);
+    }
   }
   if constexpr (ChunkBytes >= 4) {
-    if (load_align >= 4) return launch_row_tiles(copy_rows_kernel<ChunkBytes, 4>, src, dst, L, stream);
+    if (load_align >= 4) {
+      return launch_row_tiles(copy_rows_kernel<ChunkBytes, 4>, src, dst, L, stream);
+    }
   }
   if constexpr (ChunkBytes >= 2) {
-    if (load_align >= 2) return launch_row_tiles(copy_rows_kernel<ChunkBytes, 2>, src, dst, L, stream);
+    if (load_align >= 2) {
+      return launch_row_tiles(copy_rows_kernel<ChunkBytes, 2>, src, dst, L, stream);
+    }
   }
   return launch_row_tiles(copy_rows_kernel<ChunkBytes, 1>, src, dst, L, stream);
 }
@@ -447,21 +465,30 @@ void launch_copy_rows(int load_align, const uint8_t* src, uint8_t* dst, const Ro
 template <int ElemBytes>
 void launch_copy_gather(int chunk_bytes, const uint8_t* src, uint8_t* dst, const RowLayout& L,
                         cudaStream_t stream) {
-  if (chunk_bytes >= 16) return launch_row_tiles(copy_gather_kernel<ElemBytes, 16>, src, dst, L, stream);
+  if (chunk_bytes >= 16) {
+    return launch_row_tiles(copy_gather_kernel<ElemBytes, 16>, src, dst, L, stream);
+  }
   if constexpr (ElemBytes <= 8) {
-    if (chunk_bytes >= 8) return launch_row_tiles(copy_gather_kernel<ElemBytes, 8>, src, dst, L, stream);
+    if (chunk_bytes >= 8) {
+      return launch_row_tiles(copy_gather_kernel<ElemBytes, 8>, src, dst, L, stream);
+    }
   }
   if constexpr (ElemBytes <= 4) {
-    if (chunk_bytes >= 4) return launch_row_tiles(copy_gather_kernel<ElemBytes, 4>, src, dst, L, stream);
+    if (chunk_bytes >= 4) {
+      return launch_row_tiles(copy_gather_kernel<ElemBytes, 4>, src, dst, L, stream);
+    }
   }
   if constexpr (ElemBytes <= 2) {
-    if (chunk_bytes >= 2) return launch_row_tiles(copy_gather_kernel<ElemBytes, 2>, src, dst, L, stream);
+    if (chunk_bytes >= 2) {
+      return launch_row_tiles(copy_gather_kernel<ElemBytes, 2>, src, dst, L, stream);
+    }
   }
   return launch_row_tiles(copy_gather_kernel<ElemBytes, ElemBytes>, src, dst, L, stream);
 }
 
-// A contiguous `out` from a strided `in` by rows (see "Strided views: rows"). Returns false (nothing
-// launched) when the output is not element-aligned, which no tensor of PyTorch's allocator is.
+// A contiguous `out` from a strided `in` by rows (see "Strided views: rows"). Returns false
+// (nothing launched) when the output is not element-aligned, which no tensor of PyTorch's
+// allocator is.
 bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t stream) {
   const StridedPair p = make_strided_pair(out, in, "copy");
   const int64_t elem = in.element_size();
@@ -492,7 +519,9 @@ bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t strea
     }
     // Every input row start must allow the load width: the base address and each outer stride.
     int load_align = std::min(chunk_bytes, alignment_of(src));
-    for (int d = 0; d < last; ++d) load_align = std::min(load_align, pow2_divisor(L.outer_strides[d]));
+    for (int d = 0; d < last; ++d) {
+      load_align = std::min(load_align, pow2_divisor(L.outer_strides[d]));
+    }
     switch (chunk_bytes) {
       case 16: launch_copy_rows<16>(load_align, src, dst, L, stream); break;
       case 8: launch_copy_rows<8>(load_align, src, dst, L, stream); break;

@@ -82,10 +82,10 @@ struct ActFn<Act::kGelu> {
   }
 };
 
-// gelu for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both backends). Phi(z) comes from a
-// fit of erfc with a relative error below 1.2e-7 everywhere, tails included (the Chebyshev fit
-// of erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), from Numerical Recipes), and exp(-z^2 / 2)
-// is shared by Phi and the density phi that the derivative adds. On the GPU it costs two fast
+// gelu for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both backends). Phi(z)
+// comes from a fit of erfc with a relative error below 1.2e-7 everywhere, tails included (the
+// Chebyshev fit of erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), from Numerical Recipes), and
+// exp(-z^2 / 2) is shared by Phi and the density phi that the derivative adds. On the GPU it costs two fast
 // exponentials, one reciprocal and a nine-term polynomial per element, about half of what erff
 // and expf take, which matters for the backward: it reads grad and x and writes grad_x, and at
 // eight bf16 elements per 16-byte load its arithmetic, not memory, was the longer of the two.

@@ -144,7 +144,9 @@ __device__ __forceinline__ acc_t strided_share(const in_t* __restrict__ x, int64
     uint4 raw[kLoadUnroll - 1];
 #pragma unroll
     for (int u = 0; u < kLoadUnroll - 1; ++u) {
-      if (i + u * group < n_vec) raw[u] = *reinterpret_cast<const uint4*>(body + (i + u * group) * V);
+      if (i + u * group < n_vec) {
+        raw[u] = *reinterpret_cast<const uint4*>(body + (i + u * group) * V);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kLoadUnroll - 1; ++u) {
