@@ -330,9 +330,9 @@ def test_copy_of_large_strided_views_cuda(dtype):
 @requires_cuda
 @pytest.mark.slow
 def test_copy_of_strided_views_beyond_int32():
-    # Rows and chunk offsets past 2^31 bytes (64-bit index math in the row and gather kernels;
-    # x[:, 8:] with 16-byte chunks, the others with 1-byte ones):
-    # 3 rows of 2^31 + 40 bytes; x[:, ::2] merges into one row of 3 * (2^30 + 20) elements.
+    # Rows and chunk offsets past 2^31 bytes (64-bit index math in the row and gather kernels):
+    # 3 rows of 2^31 + 40 bytes, copied in 16-byte chunks (x[:, 8:]) and single bytes (x[:, 1:]);
+    # x[:, ::2] merges into one gathered row of 3 * (2^30 + 20) elements.
     x = torch.randint(0, 255, (3, (1 << 31) + 40), dtype=torch.uint8, device="cuda")
     for view in (x[:, 1:], x[:, 8:], x[::2, 7:], x[:, ::2]):
         y = cudasteps.copy(view)
