@@ -236,3 +236,112 @@ def test_copy_of_transposed_views(device, dtype):
     g = make_tensor((3, 24, 40), torch.float32, device, seed=1)
     cudasteps.copy(x.mT).backward(g)
     assert torch.equal(x.grad, g.mT)
+
+
+# Every element size the strided-row paths move (1, 2, 4, 8 and 16 bytes), floats and not.
+STRIDED_VIEW_DTYPES = [
+    torch.float32,
+    torch.bfloat16,
+    torch.float16,
+    torch.uint8,
+    torch.float64,
+    torch.int64,
+    torch.bool,
+    torch.complex128,
+]
+
+
+def _row_views(dtype, device):
+    """Views of contiguous tensors whose innermost dim stays contiguous (CUDA: the row kernel):
+    row slices, column slices (rows shorter than the pitch, starts off any 16-byte boundary),
+    both, 3-D, odd row lengths, rows longer than one tile, and sizes 0 and 1."""
+    views = []
+    for rows, cols in [(64, 48), (37, 67), (130, 1030), (9, 8200)]:
+        x = make_tensor((rows, cols), dtype, device, seed=rows + cols)
+        views += [
+            x[::2],
+            x[1::3],
+            x[:, 1:],
+            x[:, :-1],
+            x[::2, 3:],
+            x[1:, 1:-1],
+        ]
+    x3 = make_tensor((6, 10, 36), dtype, device, seed=3)
+    views += [x3[:, 1:, :], x3[::2, 2:7, 5:], x3[1:, :, :35], x3.transpose(0, 1)[:, 1:]]
+    # A storage offset of one element: every input row start is misaligned.
+    flat = make_tensor((1 + 33 * 40,), dtype, device, seed=4)
+    views += [flat[1:].view(33, 40)[:, :37], flat[1:].view(33, 40)[::2, 8:]]
+    # Sizes 0 and 1, and a broadcast row (outer stride 0).
+    views += [x3[:, :0, 1:], x3[:1, 2:4, 1:], x3[:1, :, 1:], x3[2:3, :1, 1:2], x3[:, 2:4, 5:6]]
+    views += [make_tensor((1, 50), dtype, device, seed=5).expand(7, 50)]
+    return views
+
+
+def _gather_views(dtype, device):
+    """Views whose innermost dim is strided (CUDA: the gather kernel): column strides, with row
+    slices, 3-D, odd row lengths, storage offsets, an expanded (stride 0) inner dim, sizes 0 and 1."""
+    views = []
+    for rows, cols in [(64, 64), (37, 67), (130, 1030), (5, 16400)]:
+        x = make_tensor((rows, cols), dtype, device, seed=rows * cols)
+        views += [x[:, ::2], x[:, 1::3], x[::2, ::2], x[1::3, 5::7], x[:, :: cols - 1]]
+    x3 = make_tensor((6, 10, 36), dtype, device, seed=6)
+    views += [x3[:, :, ::2], x3[::2, 1:, 1::3], x3[:, ::3, ::5], x3.permute(1, 0, 2)[..., ::2]]
+    flat = make_tensor((3 + 33 * 40,), dtype, device, seed=7)
+    views += [flat[3:].view(33, 40)[:, ::2], flat[1 : 1 + 33 * 40].view(33, 40)[1:, 1::2]]
+    views += [x3[:, :0, ::2], x3[:1, :1, ::2], x3[:1, 3:4, 7::40]]
+    views += [make_tensor((9, 1), dtype, device, seed=8).expand(9, 24)]
+    return views
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", STRIDED_VIEW_DTYPES)
+@pytest.mark.parametrize("kind", ["rows", "gather"])
+def test_copy_of_strided_views(device, dtype, kind):
+    views = _row_views(dtype, device) if kind == "rows" else _gather_views(dtype, device)
+    for view in views:
+        expect = view.contiguous()
+        assert not view.is_contiguous() or view.numel() <= 1, view.stride()
+        y = cudasteps.copy(view)
+        assert y.is_contiguous() and y.shape == view.shape
+        assert torch.equal(y, expect), (view.shape, view.stride(), view.storage_offset())
+        # Into a poisoned contiguous destination, and into one whose start is misaligned.
+        dst = poisoned(view.shape, dtype, device)
+        assert cudasteps.copy_(dst, view) is dst and torch.equal(dst, expect)
+        big = poisoned((view.numel() + 1,), dtype, device)
+        sentinel = big[:1].clone()
+        dst = big[1:].view(view.shape)
+        cudasteps.copy_(dst, view)
+        assert torch.equal(dst, expect), (view.shape, view.stride(), "misaligned destination")
+        # Bitwise (NaN != NaN): the element before the destination keeps its poison.
+        assert torch.equal(big[:1].view(torch.uint8), sentinel.view(torch.uint8))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.uint8])
+def test_copy_of_large_strided_views_cuda(dtype):
+    # Many tiles in both directions, a partial last row group and partial column tiles.
+    x = make_tensor((2051, 4100), dtype, "cuda")
+    for view in (x[::2], x[:, 3:], x[:, ::2], x[1::3, 1::3], x.view(2051, 100, 41)[:, 1:, ::2]):
+        dst = poisoned(view.shape, dtype, "cuda")
+        cudasteps.copy_(dst, view)
+        assert torch.equal(dst, view.contiguous()), (view.shape, view.stride())
+
+
+@requires_cuda
+@pytest.mark.slow
+def test_copy_of_strided_views_beyond_int32():
+    # Rows and chunk offsets past 2^31 bytes (64-bit index math in the row and gather kernels):
+    # 3 rows of 2^31 + 40 bytes, copied in 16-byte chunks (x[:, 8:]) and single bytes (x[:, 1:]);
+    # x[:, ::2] merges into one gathered row of 3 * (2^30 + 20) elements.
+    x = torch.randint(0, 255, (3, (1 << 31) + 40), dtype=torch.uint8, device="cuda")
+    for view in (x[:, 1:], x[:, 8:], x[::2, 7:], x[:, ::2]):
+        y = cudasteps.copy(view)
+        assert torch.equal(y, view.contiguous()), (view.shape, view.stride())
+        del y
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_of_strided_views_autograd(device):
+    x = make_tensor((12, 20), torch.float64, device).requires_grad_()
+    torch.autograd.gradcheck(lambda t: cudasteps.copy(t[::2, 1:]), (x,))
+    torch.autograd.gradcheck(lambda t: cudasteps.copy(t[1:, ::3]), (x,))

@@ -746,3 +746,65 @@ def test_compile_dynamic_batch_stays_symbolic():
             assert rel_err(out, want) < 1e-6
             for g, a in zip(got, args):
                 assert g.shape == a.shape and rel_err(g, a.grad) < 1e-6, (batch, tuple(a.shape))
+
+
+def _gelu_tail_inputs(dtype, device, n):
+    """z spread over [-10, 10] (both tails of Phi, where relative accuracy is hardest), plus 0."""
+    z = torch.linspace(-10.0, 10.0, n, dtype=torch.float64)
+    z[n // 2] = 0.0
+    return z.to(dtype).to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gelu_elementwise_accuracy_in_the_tails(device, dtype):
+    """Every element, not only the norm: fp16/bf16 gelu and its derivative (the erfc fit of
+    FastGelu) stay within the output rounding of a float64 reference in both tails, where they are
+    tiny and 0.5 * (1 + erf(z / sqrt(2))) in fp32 would cancel to nothing."""
+    n = 4001
+    x = _gelu_tail_inputs(dtype, device, n).view(1, n)
+    grad = torch.ones_like(x)
+    rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}[dtype]
+    # fp16's subnormal spacing; bf16 has fp32's range, so its tail values keep full precision.
+    tiny = {torch.float16: 2.0**-24, torch.bfloat16: 1e-38}[dtype]
+    z = x.double().cpu()
+    cdf = 0.5 * torch.special.erfc(-z / 2**0.5)
+    pdf = torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5
+    # The derivative cdf + z * pdf crosses zero near z = -0.75: an absolute slack in units of the
+    # two terms' magnitude (fp32 math keeps ~1e-7 of it), relative everywhere else.
+    deriv_slack = 1e-6 * (cdf + z.abs() * pdf)
+    y = cudasteps.bias_act(x, None, "gelu")
+    gx, _ = cudasteps.bias_act_backward(grad, x, None, "gelu")
+    # References through erfc: F.gelu's 0.5 * (1 + erf) cancels in float64 too (to 0 at z = -10).
+    ref_y, ref_gx = z * cdf, cdf + z * pdf
+    for out, r, slack in ((y, ref_y, 0.0), (gx, ref_gx, deriv_slack)):
+        o = out.double().cpu()
+        bad = (o - r).abs() > rtol * r.abs() + tiny + slack
+        assert not bad.any(), (dtype, z[bad][:5], o[bad][:5], r[bad][:5])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_gelu_backward_row_paths(device, dtype):
+    """bias_act gelu forward and backward (grad_x and the column sums of grad_bias) over the row
+    kernel's paths: 16-byte vectors (N a multiple of 8), ragged N, many rows (several chunks per
+    block), a single row, a misaligned x (storage offset 1: the one-element path) and fp32 bias."""
+    cases = [(4100, 520), (3000, 37), (20000, 16), (1, 4104), (257, 1000)]
+    for i, (m, n) in enumerate(cases):
+        x = make_tensor((m, n), dtype, device, seed=i, low=-4, high=4)
+        grad = make_tensor((m, n), dtype, device, seed=10 + i)
+        views = [x]
+        if i == 0:
+            flat = make_tensor((m * n + 1,), dtype, device, seed=20, low=-4, high=4)
+            views.append(flat[1:].view(m, n))
+        for xv in views:
+            for bias in (
+                make_tensor((n,), dtype, device, seed=30 + i),
+                make_tensor((n,), torch.float32, device, seed=40),
+            ):
+                gx, gb = cudasteps.bias_act_backward(grad, xv, bias, "gelu")
+                rgx, rgb = ref_bias_act_grads(grad, xv, bias, "gelu")
+                check_close(gx, rgx, dtype)
+                assert gb.dtype == bias.dtype
+                assert rel_err(gb, rgb) <= TOL[dtype] * 4, (m, n, rel_err(gb, rgb))
+                check_close(cudasteps.bias_act(xv, bias, "gelu"), ref_bias_act(xv, bias, "gelu"), dtype)

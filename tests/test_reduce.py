@@ -524,3 +524,57 @@ def test_sum_cuda_flat_column_kernel():
         check_sum(x.to(torch.bfloat16), 1)
     x = make_tensor((4096, 33, 517), torch.float32, "cuda", seed=1)
     check_sum(x, [0, 2])
+
+
+def _full_sum_sizes(dtype):
+    """Sizes around the full reduction's grid choices: one block and two, a grid that divides the
+    16-byte loads exactly (2^20) and the sizes next to it whose last lanes load fewer, and one, two
+    and four waves of resident blocks."""
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    per_block = 512 * 4 * vec  # elements one block sums in one unrolled pass
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    sizes = [per_block - 1, per_block, per_block + 1, 2 * per_block + vec - 1]
+    sizes += [(1 << 20) - 1, 1 << 20, (1 << 20) + 1, (1 << 20) + 3 * vec + 1]
+    for waves in (1, 2, 4):
+        sizes += [waves * sms * per_block - 1, waves * sms * per_block + vec + 1]
+    return sizes
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int32])
+def test_sum_full_sizes_around_grid_choices(dtype):
+    # Alternating sizes (each with its own grid) also checks that every launch leaves its ticket
+    # counter at zero for the next one.
+    for n in _full_sum_sizes(dtype):
+        for offset in (0, 1):
+            x = (
+                misaligned((n,), dtype, "cuda", seed=n, offset=offset)
+                if offset
+                else make_tensor((n,), dtype, "cuda", seed=n)
+            )
+            first = check_sum(x)
+            for _ in range(3):
+                assert torch.equal(cudasteps.sum(x), first), (n, offset)
+
+
+@requires_cuda
+def test_sum_full_cuda_graph_replays_match_eager():
+    sizes = [1000, 8193, (1 << 20) + 1, 1 << 20, 3 << 22]
+    xs = [make_tensor((n,), torch.float32, "cuda", seed=n) for n in sizes]
+    eager = [cudasteps.sum(x) for x in xs]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for x in xs:  # warm-up on a side stream, as graph capture asks
+            cudasteps.sum(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = [cudasteps.sum(x) for x in xs]
+    for _ in range(4):
+        graph.replay()
+        # Eager sums between replays, on the current stream: their counters must not disturb the graph's.
+        between = [cudasteps.sum(x) for x in xs]
+        torch.cuda.synchronize()
+        for out, ref, b in zip(outs, eager, between):
+            assert torch.equal(out, ref) and torch.equal(b, ref)

@@ -120,7 +120,7 @@ at::Tensor bias_act_cpu(const at::Tensor& x_in, const c10::optional<at::Tensor>&
     dispatch_act(act, [&](auto a) {
       rowvec_cpu<scalar_t>(x.const_data_ptr<scalar_t>(), v, v_is_float, out.data_ptr<scalar_t>(),
                            num_rows(x), num_cols(x),
-                           BiasActOp<decltype(a)::value>{});
+                           BiasActOpFor<decltype(a)::value, scalar_t>{});
     });
   });
   return out;
@@ -142,7 +142,7 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
   const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_backward_cpu", [&] {
     dispatch_act(act, [&](auto a) {
-      const BiasActGradOp<decltype(a)::value> op{};
+      const BiasActGradOpFor<decltype(a)::value, scalar_t> op{};
       const int64_t rows = num_rows(x), cols = num_cols(x);
       if (!grad_bias.has_value()) {
         grad_cpu<true, true, scalar_t, float>(grad.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),

@@ -134,10 +134,30 @@ __device__ __forceinline__ acc_t strided_share(const in_t* __restrict__ x, int64
 #pragma unroll
     for (int u = 0; u < kLoadUnroll; ++u) acc[u] += pack_sum<acc_t>(vals[u]);
   }
-  for (; i < n_vec; i += group) {
-    in_t vals[V];
-    load_pack(body + i * V, vals);
-    acc[0] += pack_sum<acc_t>(vals);
+  // Fewer than kLoadUnroll loads left (the grid rarely divides the input): still all in flight
+  // before the first add. A loop over them would wait a full memory latency per load, and the
+  // lanes that drew the remainder would finish that many round trips after the others: for a
+  // small sum, whose every lane loads once, that tail is most of the kernel's time.
+  // The raw 16 bytes are held until the adds (4 registers each, where unpacked 1-byte elements
+  // widened to int64 took 16 x 2).
+  if (i < n_vec) {
+    uint4 raw[kLoadUnroll - 1];
+#pragma unroll
+    for (int u = 0; u < kLoadUnroll - 1; ++u) {
+      if (i + u * group < n_vec) {
+        raw[u] = *reinterpret_cast<const uint4*>(body + (i + u * group) * V);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadUnroll - 1; ++u) {
+      if (i + u * group < n_vec) {
+        const uint32_t words[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+        in_t vals[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) vals[k] = element_of<in_t>(words, k);
+        acc[u] += pack_sum<acc_t>(vals);
+      }
+    }
   }
   // head < V and tail < V elements: lanes 0..V-1 take one of each.
   const int64_t tail_begin = head + n_vec * V;
@@ -173,7 +193,9 @@ constexpr int kFullThreads = 512;
 // one stream are ordered, and different streams use different counters.
 constexpr int kTicketSlots = 4096;
 
-unsigned* ticket_counter(int device, const at::cuda::CUDAStream& stream, bool capturing) {
+// Null when the device has no slab yet and the stream is being captured into a CUDA graph (the
+// capture status is asked only then: once a stream has its counter, a call costs a map lookup).
+unsigned* ticket_counter(int device, const at::cuda::CUDAStream& stream) {
   static std::mutex mu;
   static std::map<int, unsigned*> slabs;
   static std::map<std::pair<int, int64_t>, unsigned*> counters;
@@ -184,7 +206,10 @@ unsigned* ticket_counter(int device, const at::cuda::CUDAStream& stream, bool ca
   if (it != counters.end()) return it->second;
   auto slab = slabs.find(device);
   if (slab == slabs.end()) {
-    if (capturing) return nullptr;  // cudaMalloc is not allowed while a graph is being captured
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
+    // cudaMalloc is not allowed while a graph is being captured.
+    if (capture != cudaStreamCaptureStatusNone) return nullptr;
     unsigned* p = nullptr;
     C10_CUDA_CHECK(cudaMalloc(&p, kTicketSlots * sizeof(unsigned)));  // lives for the process
     C10_CUDA_CHECK(cudaMemset(p, 0, kTicketSlots * sizeof(unsigned)));
@@ -235,7 +260,10 @@ template <typename in_t, typename acc_t, typename out_t>
 void launch_sum_full(const in_t* x, int64_t n, out_t* out, const at::Tensor& like,
                      cudaStream_t raw_stream) {
   const auto kernel = sum_full_kernel<in_t, acc_t, out_t>;
-  const int64_t n_vec = n / kVec<in_t> + 1;
+  // 16-byte loads of an aligned input (a misaligned one has one fewer, plus the scalar head and
+  // tail). The grid divides them exactly where it can: for 2^20 fp32, 128 blocks whose every lane
+  // issues kLoadUnroll loads once, where one block more would leave lanes with fewer.
+  const int64_t n_vec = ceil_div<int64_t>(n, kVec<in_t>);
   const int64_t per_block = int64_t(kFullThreads) * kLoadUnroll;  // 16-byte loads per block pass
   // A function-local static per instantiation: no lock on this, the latency-critical path.
   static const int blocks_per_sm_full = blocks_per_sm(kernel, kFullThreads);
@@ -245,10 +273,7 @@ void launch_sum_full(const in_t* x, int64_t n, out_t* out, const at::Tensor& lik
   unsigned* ticket = nullptr;
   at::Tensor workspace;
   if (grid > 1) {
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    C10_CUDA_CHECK(cudaStreamIsCapturing(raw_stream, &capture));
-    ticket = ticket_counter(like.get_device(), stream, capture != cudaStreamCaptureStatusNone);
+    ticket = ticket_counter(like.get_device(), at::cuda::getCurrentCUDAStream());
     // Partials (and, when no counter slab exists yet during a capture, a counter zeroed by a
     // memset node) come from the caching allocator, which keeps them per stream.
     const int64_t partial_bytes = grid * int64_t(sizeof(acc_t));
