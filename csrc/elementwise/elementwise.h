@@ -82,7 +82,8 @@ struct ActFn<Act::kGelu> {
   }
 };
 
-// gelu for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both backends). Phi(z)
+// gelu's derivative for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both
+// backends; the forward keeps ActFn<kGelu>, torch's own formula, so outputs match F.gelu). Phi(z)
 // comes from a fit of erfc with a relative error below 1.2e-7 everywhere, tails included (the
 // Chebyshev fit of erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), from Numerical Recipes), and
 // exp(-z^2 / 2) is shared by Phi and the density phi that the derivative adds. On the GPU it costs two fast
@@ -115,11 +116,6 @@ struct FastGelu {
     p = p * t - 1.26551223f;
     gauss = fast_exp(-a * a);
     half_erfc = 0.5f * t * gauss * fast_exp(p);
-  }
-  CUDASTEPS_HOST_DEVICE static float value(float z) {
-    float half_erfc, gauss;
-    tail(z, half_erfc, gauss);
-    return z * (z > 0.0f ? 1.0f - half_erfc : half_erfc);
   }
   // Phi(z) + z * phi(z).
   CUDASTEPS_HOST_DEVICE static float deriv(float z) {
@@ -246,23 +242,20 @@ struct BiasActGradOp {
   }
 };
 
-// The same two ops with FastGelu (fp16/bf16 data, fp32 math).
-struct BiasFastGeluOp {
-  CUDASTEPS_HOST_DEVICE float operator()(float a, float v) const { return FastGelu::value(a + v); }
-};
+// The backward op with FastGelu (fp16/bf16 data, fp32 math).
 struct BiasFastGeluGradOp {
   CUDASTEPS_HOST_DEVICE float operator()(float g, float a, float v) const {
     return g * FastGelu::deriv(a + v);
   }
 };
 
-// The forward and backward functors bias_act runs for data of type T on both backends: FastGelu
-// for fp16 and bf16 gelu (within those types' rounding in both tails, where the fp32
-// 0.5 * (1 + erff(z / sqrt(2))) cancels), ActFn<A> otherwise.
+// The backward functor bias_act_backward runs for data of type T on both backends: FastGelu's
+// derivative for fp16 and bf16 gelu (within those types' rounding in both tails, where the fp32
+// 0.5 * (1 + erff(z / sqrt(2))) cancels), ActFn<A> otherwise. The forward runs BiasActOp<A> for
+// every type: measured on an H100 (bf16 8192x8192), FastGelu's value made the forward slower
+// (0.121 ms against 0.107 ms with erff), while its derivative made the backward faster.
 template <Act A, typename T>
 constexpr bool kUseFastGelu = A == Act::kGelu && sizeof(T) == 2;
-template <Act A, typename T>
-using BiasActOpFor = std::conditional_t<kUseFastGelu<A, T>, BiasFastGeluOp, BiasActOp<A>>;
 template <Act A, typename T>
 using BiasActGradOpFor = std::conditional_t<kUseFastGelu<A, T>, BiasFastGeluGradOp, BiasActGradOp<A>>;
 

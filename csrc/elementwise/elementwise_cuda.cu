@@ -398,7 +398,7 @@ at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>
   const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cuda", [&] {
     dispatch_act(act, [&](auto a) {
-      const BiasActOpFor<decltype(a)::value, scalar_t> op{};
+      const BiasActOp<decltype(a)::value> op{};
       if (bias.defined()) {
         launch_rowvec<scalar_t>(x.const_data_ptr<scalar_t>(), bias.const_data_ptr(),
                                 bias.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),

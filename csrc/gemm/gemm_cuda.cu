@@ -140,6 +140,8 @@ const ConfigEntry kConfigs[] = {
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 constexpr int kMainConfig = 0;
+// Smaller tiles for outputs that leave SMs idle and cannot split K (choose_config).
+constexpr int kMidConfig = 4, kSmallConfig = 5;  // 128x64x16_w64x32_t8x8, 64x64x16_w32x32_t8x4
 
 // The combined table: index i < kNumConfigs is kConfigs[i] (sgemm_kernel), the others are the
 // multistage entries ms_entry(i - kNumConfigs) (sgemm_multistage_cuda.cu), which include the
@@ -216,8 +218,11 @@ double log2_ratio(int64_t a, int64_t b) {
 //     distance); ties go to the earlier row. The choice depends only on the shape, the layout,
 //     the device's SM count and the committed table: the same in every run.
 //   * that row's config; its split-K factor when the shape is exactly the row's. A shape in
-//     between splits only if the row did and the config's tiles leave SMs idle: as many splits as
-//     fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of K).
+//     between whose tiles of that config leave SMs idle splits K when K is long (>= 2048) or the
+//     row split too (K >= 512): as many splits as fill one wave of resident blocks (MinBlocks per
+//     SM, every split keeping 256+ of K). Otherwise it takes a smaller tile: 128x64, or 64x64
+//     when even those do not fill the SMs (the rule measured before the table existed; without
+//     it 1000^3 ran 128x256 tiles on 32 of 132 SMs, 0.30x torch.mm on an H100).
 void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits) {
   const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
   int best = 0;
@@ -241,12 +246,16 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   const ResolvedConfig c = resolve_config(config);
   const int64_t sms = sm_count();
   const int64_t tiles = ceil_div<int64_t>(M, c.bm) * ceil_div<int64_t>(N, c.bn);
-  if (tiles >= sms || K < kSplitKMinK) {
-    splits = 1;
+  splits = 1;
+  if (tiles >= sms) return;
+  if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
+    const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
+    splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
     return;
   }
-  const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
-  splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
+  const ConfigEntry& mid = kConfigs[kMidConfig];
+  const bool mid_fills = ceil_div<int64_t>(M, mid.bm) * ceil_div<int64_t>(N, mid.bn) >= sms;
+  config = mid_fills ? kMidConfig : kSmallConfig;
 }
 
 // ---- float64: a simple shared-memory tiled kernel (one output per thread), any strides ----
