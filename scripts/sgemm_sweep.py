@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import statistics
 
 import cudasteps
 import torch
 from cudasteps import gemm as G
+from tc_sweep import cuda_ms  # the tensor-core sweep's event timer (this directory)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
@@ -54,21 +54,6 @@ TOL = 1e-5
 
 def accepted(err, torch_err) -> bool:
     return err < max(TOL, 2 * torch_err)
-
-
-def cuda_ms(fn, reps: int = 15) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
 
 
 def inputs(m, n, k, lay):
