@@ -21,7 +21,8 @@
 //   tc:ws_multicast   + clusters of two CTAs on vertically adjacent tiles: each loads its own A
 //                     and half of the shared B tile, multicast by TMA into both rings, so each
 //                     CTA pulls 2/3 of the bytes out of L2. Measured no faster than
-//                     tc:ws_persistent on an H100, so mm keeps the latter (see launch_typed).
+//                     tc:ws_persistent on an H100, so mm keeps the latter (see
+//                     tc_hopper_final_launch).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
@@ -596,9 +597,9 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 // (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
 // one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
 // stage out of L2 (A + B/2 instead of A + B), the remedy when L2 bandwidth limits a GEMM (on an
-// H100 it did not limit ours: see launch_typed). A stage may be refilled only when the consumers
-// of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote mbarrier
-// arrives), and each CTA's empty barrier counts both CTAs' warps.
+// H100 it did not limit ours: see tc_hopper_final_launch). A stage may be refilled only when the
+// consumers of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote
+// mbarrier arrives), and each CTA's empty barrier counts both CTAs' warps.
 template <TcType T, int BN, bool AK, bool BKm, int Ctas>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -809,8 +810,7 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
   return map;
 }
 
-// kFinal: what mm runs (see launch_typed).
-enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kFinal };
+enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
 // at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
@@ -823,6 +823,28 @@ int choose_splits(int tiles, int k_tiles, int sms) {
   return std::max(1, std::min(want, k_tiles / kSplitMinKTiles));
 }
 
+// A launch of `blocks` CTAs of `threads` threads in clusters of `ctas` (along x). Holds the cluster
+// attribute its config points to, so it is neither copied nor moved.
+struct ClusterLaunch {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr = {};
+
+  ClusterLaunch(int blocks, int ctas, int threads, size_t smem_bytes, cudaStream_t stream) {
+    config.gridDim = dim3(unsigned(blocks));
+    config.blockDim = dim3(unsigned(threads));
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(ctas);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // Clusters of `ctas` CTAs of `kernel` that can be resident at once (the persistent grid's size).
 template <typename Kernel>
 int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes) {
@@ -833,19 +855,9 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(ctas));
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = smem_bytes;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = unsigned(ctas);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  const ClusterLaunch query(ctas, ctas, threads, smem_bytes, nullptr);
   int clusters = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &query.config));
   TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
               " bytes of shared memory each fits on this GPU");
   known.emplace(key, clusters);
@@ -894,11 +906,6 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
   const int sms = sm_count();
   p.splits = choose_splits(tiles, p.k_tiles, sms);
-  // The final kernel is ws_persistent. Measured on an H100 (bf16, 4096^3, 8192^3 and the FFN
-  // shapes in all three layouts; scripts/tc_sweep.py), ws_multicast ran within +-3% of it, the
-  // run-to-run noise, with no shape consistently faster: the L2 traffic that multicast halves is
-  // not what limits these tiles, so the final kernel keeps the simpler launch.
-  if (which == HopperKernel::kFinal) which = HopperKernel::kWarpSpecialized;
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
@@ -929,19 +936,8 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
     const int clusters =
         std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, Cfg::kWsSmemBytes));
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(unsigned(2 * clusters));
-    config.blockDim = dim3(384);
-    config.dynamicSmemBytes = Cfg::kWsSmemBytes;
-    config.stream = stream;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_out, p, ep));
+    const ClusterLaunch launch(2 * clusters, 2, 384, Cfg::kWsSmemBytes, stream);
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   if (p.splits > 1) {
@@ -1024,8 +1020,12 @@ void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kMulticast, stream);
 }
 
+// The final kernel is ws_persistent. Measured on an H100 (bf16, 4096^3, 8192^3 and the FFN shapes
+// in all three layouts; scripts/tc_sweep.py), ws_multicast ran within +-3% of it, the run-to-run
+// noise, with no shape consistently faster: the L2 traffic that multicast halves is not what
+// limits these tiles, so the final kernel keeps the simpler launch.
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
-  launch(p, HopperKernel::kFinal, stream);
+  launch(p, HopperKernel::kWarpSpecialized, stream);
 }
 
 }  // namespace gemm
