@@ -651,3 +651,29 @@ def test_tc_ladder_errors():
         G.run_ladder("tc:mma", a, a.t())
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
         G.run_ladder("tc:nope", a.float(), a.t().float())
+
+
+@requires_cuda
+def test_split_k_epilogues_cuda():
+    """Small outputs with long K split K across CTAs (on Hopper: the k ranges of a tile in one
+    cluster, added up in distributed shared memory). Shapes with 2, 4 and 8 splits, a last tile
+    row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in every
+    tensor-core dtype, through the op and through both persistent ladder steps."""
+    shapes = [(1, 256, 4096), (130, 384, 2048), (67, 1000, 1200)]
+    for dtype in HALF_DTYPES + [torch.float32]:
+        with tf32_mode(True):
+            for i, (m, n, k) in enumerate(shapes):
+                a = make_tensor((m, k), dtype, "cuda", seed=10 + i) / k**0.5
+                w = make_tensor((n, k), dtype, "cuda", seed=20 + i)
+                s = make_tensor((m, n), dtype, "cuda", seed=30 + i)
+                bias = make_tensor((n,), dtype, "cuda", seed=40 + i)
+                bound = half_tol(dtype, k)
+                ref = ref_mm(a, w.t())
+                out = cudasteps.addmm(s, a, w.t(), beta=0.5, alpha=-2.0)
+                assert rel_err(out, 0.5 * s.double().cpu() - 2.0 * ref) < bound, (dtype, m, n, k)
+                out = cudasteps.linear(a, w, bias)
+                assert rel_err(out, ref + bias.double().cpu()) < bound, (dtype, m, n, k)
+                if torch.cuda.get_device_capability() == (9, 0):
+                    for step in ("tc:ws_persistent", "tc:ws_multicast"):
+                        out = G.run_ladder(step, a, w.t())
+                        assert rel_err(out, ref) < bound, (step, dtype, m, n, k)

@@ -1,8 +1,9 @@
 // CUDA sum: three device kernels on the warp -> block primitives of common/*_reduce.cuh.
 //
 //   sum_full_kernel  all elements, one launch: each block reduces a grid-stride share (16-byte
-//                    loads) to a partial in a workspace; the last block to finish (a ticket from an
-//                    integer atomic, used for ordering only) adds the partials in a fixed order.
+//                    loads) to a partial in its stream's scratch slot; the last block to finish (a
+//                    ticket from an integer atomic, used for ordering only) adds the partials in a
+//                    fixed order.
 //   sum_rows_kernel  [outer, inner] reducing inner: a warp per row for short rows, a block per row
 //                    (or per row segment, plus a second pass over the segments) for long ones.
 //   sum_cols_kernel  [batch, rows, cols] reducing rows: threads walk columns (a warp reads 512
@@ -188,39 +189,61 @@ int cached_blocks_per_sm(Kernel kernel, int threads) {
 // at most one wave, so the last block adds at most a few hundred partials.
 constexpr int kFullThreads = 512;
 
-// One ticket counter per (device, stream), in a slab allocated once per device and zeroed then.
-// The last block of every launch resets its counter to 0, so each launch finds it at 0; launches on
-// one stream are ordered, and different streams use different counters.
-constexpr int kTicketSlots = 4096;
+// Each (device, stream) owns a slot of a slab allocated once per device and zeroed then: a ticket
+// counter and room for one launch's partials. The last block of every launch resets its counter to
+// 0, so each launch finds it at 0; launches on one stream are ordered, so they may share the slot,
+// and different streams have different slots. Keeping the partials there saves every call a
+// caching-allocator round trip (this op's small sizes are bound by host time).
+constexpr int kScratchSlots = 256;  // PyTorch's stream pools hold fewer streams per device
 
-// Null when the device has no slab yet and the stream is being captured into a CUDA graph (the
-// capture status is asked only then: once a stream has its counter, a call costs a map lookup).
-unsigned* ticket_counter(int device, const at::cuda::CUDAStream& stream) {
+struct FullSumScratch {
+  unsigned* ticket = nullptr;  // null: no slot (use a per-call workspace)
+  void* partials = nullptr;    // room for `capacity` partials of up to 8 bytes
+  int64_t capacity = 0;
+};
+
+// The largest grid launch_sum_full launches on this device: one wave of kFullThreads blocks.
+int64_t max_full_grid() {
+  const auto* prop = at::cuda::getCurrentDeviceProperties();
+  return int64_t(prop->multiProcessorCount) * (prop->maxThreadsPerMultiProcessor / kFullThreads);
+}
+
+// No slot when the device has no slab yet and the stream is being captured into a CUDA graph (the
+// capture status is asked only then: once a stream has its slot, a call costs a map lookup), or
+// when kScratchSlots streams of this device hold every slot.
+FullSumScratch full_sum_scratch(int device, const at::cuda::CUDAStream& stream) {
   static std::mutex mu;
-  static std::map<int, unsigned*> slabs;
-  static std::map<std::pair<int, int64_t>, unsigned*> counters;
-  static std::map<int, int> next_slot;
+  struct Slab {
+    uint8_t* base;
+    int64_t slot_bytes;
+    int used;
+  };
+  static std::map<int, Slab> slabs;
+  static std::map<std::pair<int, int64_t>, FullSumScratch> slots;
   const std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(device, int64_t(stream.id()));
-  auto it = counters.find(key);
-  if (it != counters.end()) return it->second;
+  auto it = slots.find(key);
+  if (it != slots.end()) return it->second;
   auto slab = slabs.find(device);
   if (slab == slabs.end()) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capture));
     // cudaMalloc is not allowed while a graph is being captured.
-    if (capture != cudaStreamCaptureStatusNone) return nullptr;
-    unsigned* p = nullptr;
-    C10_CUDA_CHECK(cudaMalloc(&p, kTicketSlots * sizeof(unsigned)));  // lives for the process
-    C10_CUDA_CHECK(cudaMemset(p, 0, kTicketSlots * sizeof(unsigned)));
-    slab = slabs.emplace(device, p).first;
+    if (capture != cudaStreamCaptureStatusNone) return {};
+    // 16 bytes of counter, then the partials; slots 128-byte aligned.
+    const int64_t slot_bytes = ceil_div<int64_t>(16 + 8 * max_full_grid(), 128) * 128;
+    void* p = nullptr;
+    C10_CUDA_CHECK(cudaMalloc(&p, kScratchSlots * slot_bytes));  // lives for the process
+    C10_CUDA_CHECK(cudaMemset(p, 0, kScratchSlots * slot_bytes));
+    slab = slabs.emplace(device, Slab{static_cast<uint8_t*>(p), slot_bytes, 0}).first;
   }
-  // More than kTicketSlots streams on one device would share counters; PyTorch's stream pools
-  // hold far fewer.
-  int& slot = next_slot[device];
-  unsigned* counter = slab->second + (slot++ % kTicketSlots);
-  counters.emplace(key, counter);
-  return counter;
+  Slab& sl = slab->second;
+  if (sl.used == kScratchSlots) return {};
+  uint8_t* slot = sl.base + int64_t(sl.used++) * sl.slot_bytes;
+  const FullSumScratch scratch{reinterpret_cast<unsigned*>(slot), slot + 16,
+                               (sl.slot_bytes - 16) / 8};
+  slots.emplace(key, scratch);
+  return scratch;
 }
 
 template <typename in_t, typename acc_t, typename out_t>
@@ -273,15 +296,20 @@ void launch_sum_full(const in_t* x, int64_t n, out_t* out, const at::Tensor& lik
   unsigned* ticket = nullptr;
   at::Tensor workspace;
   if (grid > 1) {
-    ticket = ticket_counter(like.get_device(), at::cuda::getCurrentCUDAStream());
-    // Partials (and, when no counter slab exists yet during a capture, a counter zeroed by a
-    // memset node) come from the caching allocator, which keeps them per stream.
-    const int64_t partial_bytes = grid * int64_t(sizeof(acc_t));
-    workspace = at::empty({partial_bytes + 16}, like.options().dtype(at::kByte));
-    partials = reinterpret_cast<acc_t*>(workspace.data_ptr());
-    if (ticket == nullptr) {
+    const FullSumScratch scratch =
+        full_sum_scratch(like.get_device(), at::cuda::getCurrentCUDAStream());
+    static_assert(sizeof(acc_t) <= 8, "a scratch slot holds partials of up to 8 bytes");
+    if (grid <= scratch.capacity) {
+      ticket = scratch.ticket;
+      partials = static_cast<acc_t*>(scratch.partials);
+    } else {
+      // No slot: partials and a counter zeroed by a memset (a graph node under capture) from the
+      // caching allocator, which keeps them per stream.
+      const int64_t partial_bytes = ceil_div<int64_t>(grid * int64_t(sizeof(acc_t)), 16) * 16;
+      workspace = at::empty({partial_bytes + 16}, like.options().dtype(at::kByte));
+      partials = reinterpret_cast<acc_t*>(workspace.data_ptr());
       ticket = reinterpret_cast<unsigned*>(static_cast<uint8_t*>(workspace.data_ptr()) +
-                                           ceil_div<int64_t>(partial_bytes, 16) * 16);
+                                           partial_bytes);
       C10_CUDA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), raw_stream));
     }
   }

@@ -10,6 +10,7 @@ import torch
 from . import _checks
 
 _ops = torch.ops.cudasteps
+_copy = _ops.copy.default  # bound once: calling an OpOverload skips the packet's overload lookup
 
 # The optimization ladder of this family, naive first; the last entry is what copy() runs.
 LADDER = ("scalar", "grid_stride", "vec16_persistent", "vec16")
@@ -22,7 +23,7 @@ def copy(x: torch.Tensor) -> torch.Tensor:
     The result is always contiguous (``clone`` keeps a dense input's strides). Differentiable: the
     gradient passes through unchanged.
     """
-    return _ops.copy(x)
+    return _copy(x)
 
 
 def copy_(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:

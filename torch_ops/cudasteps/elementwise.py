@@ -24,6 +24,8 @@ except ImportError:  # older torch: the size-oblivious guard answers "is this si
     from torch.fx.experimental.symbolic_shapes import guard_size_oblivious as _guard_or_false
 
 _ops = torch.ops.cudasteps
+# The hot ops' overloads, bound once: calling an OpOverload skips the packet's overload lookup.
+_bias_act, _add, _mul = _ops.bias_act.default, _ops.add.default, _ops.mul.default
 
 # The optimization ladder of bias_act, naive first; the last entry is what bias_act() runs.
 LADDER = ("unfused", "fused_scalar", "fused_vec16")
@@ -43,7 +45,7 @@ def bias_act(x: torch.Tensor, bias: Optional[torch.Tensor] = None, act: str = "n
     ``x`` and ``bias``: the backward (``bias_act_backward``) is one fused pass, and only ``x`` and
     ``bias`` are saved for it.
     """
-    return _ops.bias_act(x, bias, act)
+    return _bias_act(x, bias, act)
 
 
 def bias_act_backward(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tuple:
@@ -67,7 +69,8 @@ def add(self: torch.Tensor, other: Union[torch.Tensor, numbers.Number], *, alpha
     deterministically (``sum_leading`` for a per-feature vector, ``cudasteps.sum`` otherwise).
     """
     if isinstance(other, torch.Tensor):
-        return _ops.add(self, other, alpha=alpha)
+        # An int 1 is the default (a float 1.0 must still reach the integer-alpha check).
+        return _add(self, other) if type(alpha) is int and alpha == 1 else _add(self, other, alpha=alpha)
     return _ops.add.Scalar(self, other, alpha)
 
 
@@ -77,7 +80,7 @@ def mul(self: torch.Tensor, other: Union[torch.Tensor, numbers.Number]) -> torch
     Differentiable in both operands (twice: the backward calls ``mul`` again).
     """
     if isinstance(other, torch.Tensor):
-        return _ops.mul(self, other)
+        return _mul(self, other)
     return _ops.mul.Scalar(self, other)
 
 

@@ -23,6 +23,8 @@ import torch
 from . import _checks
 
 _ops = torch.ops.cudasteps
+# The hot ops' overloads, bound once: calling an OpOverload skips the packet's overload lookup.
+_mm, _linear = _ops.mm.default, _ops.linear.default
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -103,7 +105,7 @@ def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``a.t()``) is read in place where the kernel can, anything else is copied first. The result is
     always contiguous. Differentiable in both arguments; autocast casts as for ``torch.mm``.
     """
-    return _ops.mm(a, b)
+    return _mm(a, b)
 
 
 def addmm(
@@ -125,7 +127,7 @@ def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     operand: no transpose copy), ``bias`` [N] or None, added in the GEMM's epilogue.
     The dtypes of :func:`mm`. Differentiable in all three.
     """
-    return _ops.linear(input, weight, bias)
+    return _linear(input, weight, bias)
 
 
 def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
