@@ -655,10 +655,10 @@ def test_tc_ladder_errors():
 
 @requires_cuda
 def test_split_k_epilogues_cuda():
-    """Small outputs with long K split K across CTAs (on Hopper: the k ranges of a tile in one
-    cluster, added up in distributed shared memory). Shapes with 2, 4 and 8 splits, a last tile
-    row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in every
-    tensor-core dtype, through the op and through both persistent ladder steps."""
+    """Small outputs with long K split K across CTAs (fp32 partial sums, then a reduce kernel that
+    adds them in a fixed order and applies the epilogue). Shapes with 2, 4 and 8 splits, a last
+    tile row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in
+    every tensor-core dtype, through the op and through both persistent ladder steps."""
     shapes = [(1, 256, 4096), (130, 384, 2048), (67, 1000, 1200)]
     for dtype in HALF_DTYPES + [torch.float32]:
         with tf32_mode(True):
