@@ -1,8 +1,12 @@
 """ncu's view of the tensor-core GEMMs at the FFN shapes, ours next to cuBLAS's: one warm-up call of
 each, then the profiled calls between cudaProfilerStart/Stop.
 
-    ncu --profile-from-start off --section SpeedOfLight --section WarpStateStats ... \
-        python scripts/profile_tc.py [--shapes ffn|square]
+    ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+        --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        python scripts/profile_tc.py [--shapes ffn|square] [--dtype bf16|fp16]
+
+Add `--set full --import-source yes` for per-line stall samples (the build passes -lineinfo).
 """
 
 from __future__ import annotations
