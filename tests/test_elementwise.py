@@ -643,6 +643,31 @@ def test_cuda_add_mul_large():
 
 
 @requires_cuda
+def test_cuda_broadcast_rows():
+    """General broadcasts with a last (merged) dim of 128 or more take the row kernel: the last
+    dim's strides 0, 1 and large, rows beyond one grid's 65535, a 0-dim CUDA operand, sliced and
+    transposed views; every element equal to torch's in float, bf16 and integer dtypes."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+
+        def t(shape, seed, dtype=dtype):
+            return make_tensor(shape, dtype, "cuda", seed=seed)
+
+        cases = [
+            (t((300, 1), 1), t((257,), 2)),
+            (t((4, 130, 300), 3), t((130, 300), 4)),
+            (t((200, 300), 5).t(), t((300, 200), 6)),
+            (t((), 7), t((1000, 500), 8)),
+            (t((70000, 1), 9), t((129,), 10)),
+            (t((64, 260), 11)[:, 1:-3], t((256,), 12)),
+        ]
+        for a, b in cases:
+            what = (dtype, tuple(a.shape), a.stride(), tuple(b.shape))
+            assert torch.equal(cudasteps.mul(a, b), a * b), what
+            assert torch.equal(cudasteps.add(a, b, alpha=2), torch.add(a, b, alpha=2)), what
+            assert torch.equal(cudasteps.mul(b, a), b * a), what
+
+
+@requires_cuda
 def test_cuda_stream_and_autocast():
     s = torch.cuda.Stream()
     x = make_tensor((300, 520), torch.float32, "cuda", low=-2, high=2)
