@@ -677,3 +677,25 @@ def test_split_k_epilogues_cuda():
                     for step in ("tc:ws_persistent", "tc:ws_multicast"):
                         out = G.run_ladder(step, a, w.t())
                         assert rel_err(out, ref) < bound, (step, dtype, m, n, k)
+
+
+_WS_REASON = _tc_step_reason("tc:ws_persistent")
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+def test_ws_persistent_tuning_variants():
+    """tc:ws_persistent:bn<128|256>:s<splits> forces the tile width and split-K (for sweeps):
+    every forced combination is still the exact product, and malformed fields are refused."""
+    for dtype in G.TC_DTYPES:
+        with tf32_mode(True):
+            for i, (m, n, k) in enumerate([(130, 384, 2048), (64, 300, 4096), (257, 129, 100)]):
+                a = make_tensor((m, k), dtype, "cuda", seed=60 + i) / k**0.5
+                b = make_tensor((n, k), dtype, "cuda", seed=70 + i).t()
+                ref = ref_mm(a, b)
+                for fields in ("bn128", "bn256", "s1", "s3", "bn128:s5", "bn256:s16", "s16:bn128"):
+                    out = G.run_ladder(f"tc:ws_persistent:{fields}", a, b)
+                    assert rel_err(out, ref) < half_tol(dtype, k), (fields, dtype, m, n, k)
+    a = make_tensor((8, 8), torch.bfloat16, "cuda")
+    for bad in ("bn64", "s0", "x2", "s", "bn", "s1:", "s1000"):
+        with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
+            G.run_ladder(f"tc:ws_persistent:{bad}", a, a)

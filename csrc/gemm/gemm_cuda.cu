@@ -427,7 +427,7 @@ TcType tc_type_of(at::ScalarType dtype) {
 
 at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
                         double alpha, double beta, TcType type, TcKernel kernel,
-                        int cp_async_config) {
+                        int cp_async_config, TcTuning tuning) {
   const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
   at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
   if (M == 0 || N == 0) return out;
@@ -483,6 +483,7 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   p.addend = add.ptr;
   p.add_s0 = add.s0;
   p.add_s1 = add.s1;
+  p.tuning = tuning;
 
   if (is_hopper_kernel(kernel) && !tc_hopper_supports(p)) {
     // Sizes past the TMA's 32-bit coordinates: a forced ladder step refuses, the dispatcher

@@ -34,10 +34,10 @@ enum class TcKernel {
 // out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or
 // float32 with type kTF32. Any strides (operands the chosen kernel cannot read in place are
 // repacked or transposed first). cp_async_config: a tc_cp_async config index for kCpAsync (-1:
-// chosen by shape).
+// chosen by shape). tuning: forced tile width / split-K of the Hopper persistent kernels (sweeps).
 at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                         double beta, TcType type, TcKernel kernel = TcKernel::kAuto,
-                        int cp_async_config = -1);
+                        int cp_async_config = -1, TcTuning tuning = {});
 
 // The TcType of a bf16/fp16 tensor, or kTF32 for float32.
 TcType tc_type_of(at::ScalarType dtype);

@@ -225,7 +225,29 @@ const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
     "final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, "
-    "tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast, tc:final";
+    "tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, "
+    "tc:final";
+
+// The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
+TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
+  TcTuning t;
+  size_t pos = 0;
+  while (pos <= fields.size()) {
+    const size_t end = std::min(fields.find(':', pos), fields.size());
+    const std::string f = fields.substr(pos, end - pos);
+    const bool is_bn = f.rfind("bn", 0) == 0, is_s = !is_bn && f.rfind("s", 0) == 0;
+    const std::string digits = f.substr(is_bn ? 2 : (is_s ? 1 : 0));
+    const bool number = (is_bn || is_s) && !digits.empty() && digits.size() <= 3 &&
+                        digits.find_first_not_of("0123456789") == std::string::npos;
+    const int value = number ? std::stoi(digits) : 0;
+    CUDASTEPS_CHECK(number && (is_s ? value >= 1 : (value == 128 || value == 256)), kOp,
+                    "tuning fields of '", variant,
+                    "' must be bn128 or bn256 and s<splits> (splits >= 1), got '", f, "'");
+    (is_bn ? t.bn : t.splits) = value;
+    pos = end + 1;
+  }
+  return t;
+}
 
 at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::string& variant) {
   const auto dtype = self.scalar_type();
@@ -235,6 +257,7 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   const std::string step = variant.substr(3);
   int config = -1;
   TcKernel kernel;
+  TcTuning tuning;
   if (step == "mma") {
     kernel = TcKernel::kMma;
   } else if (step == "ldmatrix_cp_async") {
@@ -255,6 +278,10 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     kernel = TcKernel::kWgmmaTma;
   } else if (step == "ws_persistent") {
     kernel = TcKernel::kWsPersistent;
+  } else if (step.rfind("ws_persistent:", 0) == 0) {
+    // Tuning sweeps: ws_persistent[:bn<128|256>][:s<splits>] forces the tile width / split-K.
+    kernel = TcKernel::kWsPersistent;
+    tuning = parse_ws_tuning(step.substr(14), variant);
   } else if (step == "ws_multicast") {
     kernel = TcKernel::kWsMulticast;
   } else {
@@ -262,7 +289,7 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     variant, "'");
     kernel = TcKernel::kAuto;
   }
-  return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config);
+  return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config, tuning);
 }
 
 at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,

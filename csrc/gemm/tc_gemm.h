@@ -22,6 +22,13 @@ enum class TcType : int { kBF16 = 0, kFP16 = 1, kTF32 = 2 };
 // Bytes of one element of a, b, out and addend.
 inline int tc_elem_bytes(TcType t) { return t == TcType::kTF32 ? 4 : 2; }
 
+// Tile width and split-K factor of the Hopper persistent kernels, forced by a ladder variant
+// (tc:ws_persistent:bn<128|256>:s<splits>) for tuning sweeps; 0 lets the launcher choose.
+struct TcTuning {
+  int bn = 0;
+  int splits = 0;
+};
+
 struct TcProblem {
   TcType type = TcType::kBF16;
   int64_t M = 0, N = 0, K = 0;
@@ -42,6 +49,7 @@ struct TcProblem {
   // broadcast addmm self); nullptr: none. Read only when beta != 0.
   const void* addend = nullptr;
   int64_t add_s0 = 0, add_s1 = 0;
+  TcTuning tuning;
 };
 
 // True when a matrix at `ptr` with leading dimension `ld` (elements of `elem_bytes`) can be read

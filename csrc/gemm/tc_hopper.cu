@@ -905,7 +905,8 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     return;
   }
   const int sms = sm_count();
-  p.splits = choose_splits(tiles, p.k_tiles, sms);
+  p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
+                                  : choose_splits(tiles, p.k_tiles, sms);
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
@@ -953,7 +954,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   const int64_t wide_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 256);
-  if (wide_tiles >= sm_count()) {
+  if (p.tuning.bn != 0 ? p.tuning.bn == 256 : wide_tiles >= sm_count()) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
     launch_typed<T, 128, AK, BKm>(p, which, stream);

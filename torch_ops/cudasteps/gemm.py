@@ -136,7 +136,9 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
     ``swizzled_raster`` need contiguous operands; ``final`` and ``cfg:*`` take any
     layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
-    or float32 computed in TF32 whatever torch's switch says; any layout.
+    or float32 computed in TF32 whatever torch's switch says; any layout. For tuning sweeps,
+    ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
+    kernel's tile width (128 x 128 or 128 x 256) and split-K factor (capped at the k-tiles and 16).
     """
     return _ops.ladder_mm(a, b, variant)
 
