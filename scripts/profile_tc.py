@@ -7,6 +7,7 @@ each, then the profiled calls between cudaProfilerStart/Stop.
         python scripts/profile_tc.py [--shapes ffn|square] [--dtype bf16|fp16]
 
 Add `--set full --import-source yes` for per-line stall samples (the build passes -lineinfo).
+`--step tc:<step>` profiles that ladder step in place of mm's own choice.
 """
 
 from __future__ import annotations
@@ -46,17 +47,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="ffn", choices=sorted(SHAPES))
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    ap.add_argument("--step", default="", help="a tensor-core ladder step (default: what mm runs)")
     args = ap.parse_args()
+    ours = (lambda a, b: cudasteps.ladder.run("gemm", args.step, a, b)) if args.step else cudasteps.mm
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     cases = [(label, operands(m, n, k, ta, tb, dtype)) for label, m, n, k, ta, tb in SHAPES[args.shapes]]
     for _, (a, b) in cases:  # warm-up: TMA descriptors, occupancy queries, cuBLAS heuristics
         torch.mm(a, b)
-        cudasteps.mm(a, b)
+        ours(a, b)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for _, (a, b) in cases:
         torch.mm(a, b)
-        cudasteps.mm(a, b)
+        ours(a, b)
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     print("profiled:", ", ".join(label for label, _ in cases))

@@ -658,7 +658,7 @@ def test_split_k_epilogues_cuda():
     """Small outputs with long K split K across CTAs (fp32 partial sums, then a reduce kernel that
     adds them in a fixed order and applies the epilogue). Shapes with 2, 4 and 8 splits, a last
     tile row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in
-    every tensor-core dtype, through the op and through both persistent ladder steps."""
+    every tensor-core dtype, through the op and through the persistent ladder steps."""
     shapes = [(1, 256, 4096), (130, 384, 2048), (67, 1000, 1200)]
     for dtype in HALF_DTYPES + [torch.float32]:
         with tf32_mode(True):
@@ -674,7 +674,7 @@ def test_split_k_epilogues_cuda():
                 out = cudasteps.linear(a, w, bias)
                 assert rel_err(out, ref + bias.double().cpu()) < bound, (dtype, m, n, k)
                 if torch.cuda.get_device_capability() == (9, 0):
-                    for step in ("tc:ws_persistent", "tc:ws_multicast"):
+                    for step in ("tc:ws_persistent", "tc:ws_multicast", "tc:ws_pingpong"):
                         out = G.run_ladder(step, a, w.t())
                         assert rel_err(out, ref) < bound, (step, dtype, m, n, k)
 
@@ -699,3 +699,28 @@ def test_ws_persistent_tuning_variants():
     for bad in ("bn64", "s0", "x2", "s", "bn", "s1:", "s1000"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
+
+
+_PINGPONG_REASON = _tc_step_reason("tc:ws_pingpong")
+
+
+@pytest.mark.skipif(bool(_PINGPONG_REASON), reason=_PINGPONG_REASON or "unused")
+def test_ws_pingpong_many_tiles():
+    """tc:ws_pingpong hands a CTA's tiles to its two consumer warpgroups in turn, each walking the
+    shared ring past the other's stages: outputs with several tiles per SM (so both warpgroups
+    take turns, some CTAs one tile more than others), K of one k-tile and of many, partial edge
+    tiles, every layout and dtype."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    side = 128 * int((3 * sms) ** 0.5 + 1)  # >= 3 tiles per SM
+    shapes = [(side + 37, side - 51, 64), (side, side, 1000), (1100, 2200, 7)]
+    for dtype in G.TC_DTYPES:
+        with tf32_mode(True):
+            for i, (m, n, k) in enumerate(shapes):
+                a = make_tensor((m, k), dtype, "cuda", seed=80 + i) / k**0.5
+                b = make_tensor((k, n), dtype, "cuda", seed=90 + i)
+                ref = ref_mm(a, b)
+                for ta in (False, True):
+                    for tb in (False, True):
+                        out = G.run_ladder("tc:ws_pingpong", layout(a, ta), layout(b, tb))
+                        err = rel_err(out, ref)
+                        assert err < half_tol(dtype, k), (dtype, m, n, k, ta, tb, err)

@@ -375,13 +375,14 @@ const char* tc_kernel_name(TcKernel k) {
     case TcKernel::kWgmmaTma: return "tc:wgmma_tma";
     case TcKernel::kWsPersistent: return "tc:ws_persistent";
     case TcKernel::kWsMulticast: return "tc:ws_multicast";
+    case TcKernel::kWsPingPong: return "tc:ws_pingpong";
     default: return "tc:final";
   }
 }
 
 bool is_hopper_kernel(TcKernel k) {
   return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kWsPersistent ||
-         k == TcKernel::kWsMulticast || k == TcKernel::kFinal;
+         k == TcKernel::kWsMulticast || k == TcKernel::kWsPingPong || k == TcKernel::kFinal;
 }
 
 bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
@@ -512,6 +513,7 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     case TcKernel::kWgmmaTma: tc_wgmma_tma_launch(p, stream); break;
     case TcKernel::kWsPersistent: tc_ws_persistent_launch(p, stream); break;
     case TcKernel::kWsMulticast: tc_ws_multicast_launch(p, stream); break;
+    case TcKernel::kWsPingPong: tc_ws_pingpong_launch(p, stream); break;
     default: tc_hopper_final_launch(p, stream); break;
   }
   return out;

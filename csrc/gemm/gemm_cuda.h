@@ -28,6 +28,7 @@ enum class TcKernel {
   kWgmmaTma,
   kWsPersistent,
   kWsMulticast,
+  kWsPingPong,
   kFinal
 };
 

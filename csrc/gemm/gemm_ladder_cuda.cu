@@ -33,6 +33,8 @@
 //   tc:wgmma_tma           + TMA loads into a multistage ring on mbarriers
 //   tc:ws_persistent       + warp specialization, persistent rasterized tiles
 //   tc:ws_multicast        + clusters of two CTAs sharing the B tile through TMA multicast
+//   tc:ws_pingpong         tc:ws_persistent with a tile per consumer warpgroup, the two taking
+//                          turns (one's epilogue under the other's main loop)
 //   tc:final               the dispatcher's choice (what mm runs for these dtypes)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -226,7 +228,7 @@ const char* kLadderNames =
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
     "final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, "
     "tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, "
-    "tc:final";
+    "tc:ws_pingpong, tc:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
 TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
@@ -284,6 +286,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     tuning = parse_ws_tuning(step.substr(14), variant);
   } else if (step == "ws_multicast") {
     kernel = TcKernel::kWsMulticast;
+  } else if (step == "ws_pingpong") {
+    kernel = TcKernel::kWsPingPong;
   } else {
     CUDASTEPS_CHECK(step == "final", kOp, "variant must be one of ", kLadderNames, ", got '",
                     variant, "'");

@@ -87,11 +87,13 @@ bool tc_hopper_available();
 // True when the Hopper kernels can take `p` (tc_hopper_available(), TMA-describable operands).
 bool tc_hopper_supports(const TcProblem& p);
 // Ladder steps tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast (the same kernel in
-// clusters of two CTAs that multicast the shared B tile), and the final choice between the last two.
+// clusters of two CTAs that multicast the shared B tile), tc:ws_pingpong (each consumer warpgroup
+// owns a tile, the two take turns), and the final choice among the persistent kernels.
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream);
 void tc_wgmma_tma_launch(const TcProblem& p, cudaStream_t stream);
 void tc_ws_persistent_launch(const TcProblem& p, cudaStream_t stream);
 void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream);
+void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream);
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream);
 
 }  // namespace gemm

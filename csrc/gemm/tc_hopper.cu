@@ -345,57 +345,140 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
   }
 }
 
-// The same outputs through shared memory and TMA stores: each round converts the accumulators of
-// kStoreBoxes boxes (64 rows x 128 bytes of columns) into `staging` in the 128-byte swizzle (the
-// 8 rows a warp writes at once land in 8 different 16-byte bank groups: no conflicts), then one
-// thread stores the boxes with the TMA, which clips them at the matrix edge. The stores run on
-// while the warpgroup starts its next tile; only their reads of `staging` are waited for, before
-// `staging` is written again.
+// Stores four 8 x 8 matrices of 16-bit elements to shared memory (sm_90): lanes 8q..8q+7 give the
+// row addresses of matrix q, and register q of every lane holds its fragment of matrix q (lane l:
+// row l/4, columns 2(l%4) and 2(l%4) + 1), the accumulator layout of mma and wgmma.
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                            uint32_t r3) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#else
+  (void)addr, (void)r0, (void)r1, (void)r2, (void)r3;
+  hopper_only();
+#endif
+}
+
+// How the epilogue turns accumulators into outputs, chosen once per tile so the per-element code
+// carries no branches: kPlain (alpha * acc) and kAddend (+ beta * addend) for tiles inside the
+// matrix, kEdge for tiles across its edge (every element checked: no addend read outside, zeros
+// staged there, and the TMA store clips them).
+enum class StageMode { kPlain, kAddend, kEdge };
+
+// Outputs (m, n) and (m, n + 1) of accumulator pair (j, h) of this thread (the layout above).
+template <TcType T, int BN, StageMode kMode>
+__device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float (&d)[BN / 2], int j,
+                                              int h, int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128;
+  const int64_t m = m0 + (t / 32) * 16 + (t % 32) / 4 + 8 * h;
+  const int64_t n = n0 + 8 * j + 2 * (t % 4);
+  const float a0 = ep.alpha * d[4 * j + 2 * h], a1 = ep.alpha * d[4 * j + 2 * h + 1];
+  if constexpr (kMode == StageMode::kPlain) {
+    return make_float2(a0, a1);
+  } else if constexpr (kMode == StageMode::kAddend) {
+    using Src = tc::Elem<T>;
+    const auto* row = ep.addend + m * ep.add_s0;
+    return make_float2(a0 + ep.beta * Src::to_float(row[n * ep.add_s1]),
+                       a1 + ep.beta * Src::to_float(row[(n + 1) * ep.add_s1]));
+  } else {
+    return make_float2(m < ep.M && n < ep.N ? ep.value(m, n, d[4 * j + 2 * h]) : 0.f,
+                       m < ep.M && n + 1 < ep.N ? ep.value(m, n + 1, d[4 * j + 2 * h + 1]) : 0.f);
+  }
+}
+
+// Writes columns [kRound * kRoundCols, (kRound + 1) * kRoundCols) of this warpgroup's 64 x BN block
+// into `staging`: kStoreBoxes boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk
+// c of row r sits at chunk c ^ (r % 8)). 16-bit outputs go out with stmatrix, two 16 x 8 column
+// blocks per instruction (lane 8q + i gives row i of matrix q: rows 8(q % 2) + i of the warp's 16,
+// column block j0 + q / 2); fp32 outputs with 8-byte stores, which the swizzle keeps free of bank
+// conflicts (the 8 rows a warp writes at once land in 8 different 16-byte bank groups).
+template <TcType T, int BN, StageMode kMode, int kRound>
+__device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (&d)[BN / 2], int64_t m0,
+                                            int64_t n0, uint8_t* staging) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * kBoxCols;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  if constexpr (T == TcType::kTF32) {
+#pragma unroll
+    for (int j = kRound * kRoundCols / 8; j < (kRound + 1) * kRoundCols / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;  // row in the warpgroup's 64
+        const int c = 8 * j + 2 * (lane % 4);         // column in the tile
+        const int box = (c % kRoundCols) / kBoxCols, byte = (c % kBoxCols) * 4;
+        *reinterpret_cast<float2*>(staging + box * (64 * 128) + r * 128 +
+                                   (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
+            output_pair<T, BN, kMode>(ep, d, j, h, m0, n0);
+      }
+    }
+  } else {
+    using Out = tc::Elem<T>;
+    const int q = lane / 8, i = lane % 8;
+    const int r = warp * 16 + 8 * (q % 2) + i;  // the row this lane addresses (r % 8 == i)
+#pragma unroll
+    for (int j0 = kRound * kRoundCols / 8; j0 < (kRound + 1) * kRoundCols / 8; j0 += 2) {
+      const float2 v00 = output_pair<T, BN, kMode>(ep, d, j0, 0, m0, n0);
+      const float2 v01 = output_pair<T, BN, kMode>(ep, d, j0, 1, m0, n0);
+      const float2 v10 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 0, m0, n0);
+      const float2 v11 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 1, m0, n0);
+      const int c = 8 * (j0 + q / 2);  // first column of this lane's 8 x 8 matrix
+      const int box = (c % kRoundCols) / kBoxCols, chunk = (c % kBoxCols) / 8;
+      stmatrix_x4(smem_u32(staging + box * (64 * 128) + r * 128 + ((chunk ^ i) * 16)),
+                  Out::pack2(v00.x, v00.y), Out::pack2(v01.x, v01.y), Out::pack2(v10.x, v10.y),
+                  Out::pack2(v11.x, v11.y));
+    }
+  }
+}
+
+// The same outputs through shared memory and TMA stores: each round stages kStoreBoxes boxes
+// (64 rows x 128 bytes of columns), then one thread stores them with the TMA, which clips them at
+// the matrix edge. The stores run on while the warpgroup starts its next tile; only their reads of
+// `staging` are waited for, before `staging` is written again. Round kRound, then the next: the
+// rounds are template arguments, so every accumulator index is a constant (a runtime round index
+// leaves ptxas unsure which registers the epilogue reads, and it then serializes the wgmmas).
+template <TcType T, int BN, StageMode kMode, int kRound = 0>
+__device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CUtensorMap* map_out,
+                                                 const float (&d)[BN / 2], int64_t m0, int64_t n0,
+                                                 uint8_t* staging, int bar_id) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
+  constexpr int kRoundCols = kBoxes * kBoxCols;
+  const int t = threadIdx.x % 128;
+  // The last round's stores (of this tile or the one before) must have read `staging`; they are
+  // waited for only now, so a tile's final stores run on under the next tile's main loop.
+  if (t == 0) bulk_wait_read();
+  warpgroup_barrier(bar_id);
+  stage_round<T, BN, kMode, kRound>(ep, d, m0, n0, staging);
+  fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
+  warpgroup_barrier(bar_id);
+  if (t == 0) {
+#pragma unroll
+    for (int box = 0; box < kBoxes; ++box) {
+      tma_store_2d(map_out, staging + box * (64 * 128), int(n0) + kRound * kRoundCols + box * kBoxCols,
+                   int(m0));
+    }
+    bulk_commit();
+  }
+  if constexpr ((kRound + 1) * kRoundCols < BN) {
+    store_rounds_tma<T, BN, kMode, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
+  }
+}
+
+// This warpgroup's 64 x BN block at (m0, n0) through store_rounds_tma, in the mode its place needs.
 template <TcType T, int BN>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
                                                        const float (&d)[BN / 2], int64_t m0,
                                                        int64_t n0, uint8_t* staging, int bar_id) {
-  using E = typename tc::Elem<T>::type;
-  constexpr int kBoxCols = 128 / int(sizeof(E));
-  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
-  constexpr int kRoundCols = kBoxes * kBoxCols;
-  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-#pragma unroll
-  for (int round = 0; round < BN / kRoundCols; ++round) {
-    // The last round's stores (of this tile or the one before) must have read `staging`; they
-    // are waited for only now, so a tile's final stores run on under the next tile's main loop.
-    if (t == 0) bulk_wait_read();
-    warpgroup_barrier(bar_id);
-#pragma unroll
-    for (int j = round * kRoundCols / 8; j < (round + 1) * kRoundCols / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = warp * 16 + lane / 4 + 8 * h;       // row in the warpgroup's 64
-        const int c = 8 * j + 2 * (lane % 4);              // column in the tile
-        const int64_t m = m0 + r, n = n0 + c;
-        const float v0 = (m < ep.M && n < ep.N) ? ep.value(m, n, d[4 * j + 2 * h]) : 0.f;
-        const float v1 = (m < ep.M && n + 1 < ep.N) ? ep.value(m, n + 1, d[4 * j + 2 * h + 1]) : 0.f;
-        const int box = (c % kRoundCols) / kBoxCols;
-        const int byte = (c % kBoxCols) * int(sizeof(E));
-        uint8_t* dst = staging + box * (64 * 128) + r * 128 + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-        if constexpr (T == TcType::kTF32) {
-          *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-        } else {
-          *reinterpret_cast<uint32_t*>(dst) = tc::Elem<T>::pack2(v0, v1);
-        }
-      }
-    }
-    fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
-    warpgroup_barrier(bar_id);
-    if (t == 0) {
-#pragma unroll
-      for (int box = 0; box < kBoxes; ++box) {
-        tma_store_2d(map_out, staging + box * (64 * 128), int(n0) + round * kRoundCols + box * kBoxCols,
-                     int(m0));
-      }
-      bulk_commit();
-    }
+  if (m0 + 64 > ep.M || n0 + BN > ep.N) {
+    store_rounds_tma<T, BN, StageMode::kEdge>(ep, map_out, d, m0, n0, staging, bar_id);
+  } else if (ep.addend != nullptr) {
+    store_rounds_tma<T, BN, StageMode::kAddend>(ep, map_out, d, m0, n0, staging, bar_id);
+  } else {
+    store_rounds_tma<T, BN, StageMode::kPlain>(ep, map_out, d, m0, n0, staging, bar_id);
   }
 }
 
@@ -725,6 +808,148 @@ __global__ void __launch_bounds__(384, 1)
   if constexpr (Ctas == 2) cluster_sync();
 }
 
+// ---- tc:ws_pingpong: the two consumer warpgroups take turns, one tile each ----
+
+// Named barriers of the ping-pong schedule (0 is __syncthreads's; 1 and 2 are the consumer
+// warpgroups' epilogue barriers): kTurnBar + c is where consumer warpgroup c waits for its turn.
+constexpr int kTurnBar = 3;
+
+// `threads` threads (a multiple of 32) meet at hardware barrier `id`: bar.sync waits for them,
+// bar.arrive counts this warp in without waiting (the producer side of a signal).
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// In tc:ws_persistent both consumer warpgroups work on one 128 x BN tile, so they reach the
+// epilogue together and the tensor cores idle while they store it (~a fifth of the time at
+// K = 2048, measured with ncu's per-instruction samples). Here each consumer warpgroup owns a whole
+// 128 x 128 tile (two 64 x 128 accumulator blocks, the same 128 registers per thread) and the
+// CTA's tiles alternate between them: tile i goes to warpgroup i % 2. Their main loops take turns
+// (tile i's starts once tile i - 1's has consumed its last stage, signalled through a named
+// barrier), so one warpgroup's epilogue runs under the other's main loop. The producer fills the
+// ring in tile order, as before; each consumer walks the same sequence of stages and skips the
+// other's. The turn order also keeps the mbarrier parity waits exact: a stage's previous fill has
+// always been waited for (by either warpgroup) before anyone waits for its next one.
+template <TcType T, bool AK, bool BKm>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_pingpong_kernel(const __grid_constant__ CUtensorMap map_a,
+                          const __grid_constant__ CUtensorMap map_b,
+                          const __grid_constant__ CUtensorMap map_out, const HopperParams p,
+                          const Epilogue<T> ep) {
+  constexpr int BN = 128;
+  using Cfg = HopperCfg<T, BN>;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
+  uint64_t* empty = full + S;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes)
+      mbar_init(&empty[s], 4);  // each warp of the consuming warpgroup, once read
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int units = p.raster.count() * p.splits;
+  const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
+  auto k_range = [&](int unit, int& kb, int& ke) {
+    kb = (unit % p.splits) * p.k_tiles_per_split;
+    ke = min(p.k_tiles, kb + p.k_tiles_per_split);
+  };
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+#endif
+    if (threadIdx.x == 0) {
+      int stage = 0, phase = 0;
+      for (int unit = first_unit; unit < units; unit += unit_step) {
+        int tm, tn, kb, ke;
+        p.raster.coords(unit / p.splits, tm, tn);
+        k_range(unit, kb, ke);
+        for (int kt = kb; kt < ke; ++kt) {
+          mbar_wait(&empty[stage], phase ^ 1);
+          uint8_t* dst = ring + stage * Cfg::kStageBytes;
+          mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+          tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
+          tma_tile<BKm, BN, Cfg::BK>(dst + Cfg::kABytes, &map_b, &full[stage], tn * BN, kt);
+          if (++stage == S) stage = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+#ifdef CUDASTEPS_SM90A_DEVICE
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#endif
+    const int c = wg - 1;  // this warpgroup takes the CTA's tiles c, c + 2, c + 4, ...
+    const bool releaser = threadIdx.x % 32 == 0;
+    int stage = 0, phase = 0;  // the ring position of the next k-tile in the CTA's sequence
+    float d0[Cfg::kAccs], d1[Cfg::kAccs];  // rows 0-63 and 64-127 of the tile
+    int i = 0;
+    for (int unit = first_unit; unit < units; unit += unit_step, ++i) {
+      int kb, ke;
+      k_range(unit, kb, ke);
+      if (i % 2 != c) {  // the other warpgroup's tile: skip its stages
+        stage += ke - kb;
+        phase ^= (stage / S) & 1;
+        stage %= S;
+        continue;
+      }
+      int tm, tn;
+      p.raster.coords(unit / p.splits, tm, tn);
+      if (i > 0) named_barrier_sync(kTurnBar + c, 256);  // tile i - 1 has taken its last stage
+      zero(d0);
+      zero(d1);
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint8_t* src = ring + stage * Cfg::kStageBytes;
+        keep_live(d0);
+        keep_live(d1);
+        wgmma_fence();
+        wgmma_k_tile<T, BN, AK, BKm>(d0, src, src + Cfg::kABytes);
+        wgmma_k_tile<T, BN, AK, BKm>(d1, src + Cfg::kAHalfBytes, src + Cfg::kABytes);
+        wgmma_commit();
+        // As in tc:ws_persistent: this k-tile's wgmmas stay in flight while the previous k-tile's
+        // stage is handed back.
+        wgmma_wait<1>();
+        keep_live(d0);
+        keep_live(d1);
+        if (prev >= 0 && releaser) mbar_arrive(&empty[prev]);
+        prev = stage;
+        if (++stage == S) stage = 0, phase ^= 1;
+      }
+      // Every stage of this tile has been waited for: the next tile's main loop may start (its
+      // wgmmas queue behind this tile's last ones).
+      if (unit + unit_step < units) named_barrier_arrive(kTurnBar + 1 - c, 256);
+      wgmma_wait<0>();
+      keep_live(d0);
+      keep_live(d1);
+      if (prev >= 0 && releaser) mbar_arrive(&empty[prev]);
+      const int64_t m0 = int64_t(tm) * Cfg::BM, n0 = int64_t(tn) * BN;
+      const int split = unit % p.splits;
+      uint8_t* my_staging = staging + c * (Cfg::kStoreBytes / 2);
+      if (p.splits == 1 && p.tma_store) {
+        store_accumulators_tma<T, BN>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
+        store_accumulators_tma<T, BN>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + c);
+      } else if (p.splits == 1) {
+        store_accumulators<T, BN>(ep, d0, m0, n0);
+        store_accumulators<T, BN>(ep, d1, m0 + 64, n0);
+      } else {
+        float* partial = p.partial + int64_t(split) * p.M * p.N;
+        store_partial<BN>(partial, p.M, p.N, d0, m0, n0);
+        store_partial<BN>(partial, p.M, p.N, d1, m0 + 64, n0);
+      }
+    }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
+  }
+}
+
 // out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
 template <TcType T>
 __global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
@@ -810,7 +1035,7 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
   return map;
 }
 
-enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast };
+enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kPingPong };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
 // at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
@@ -921,7 +1146,14 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
-  if (ctas == 1) {
+  if (which == HopperKernel::kPingPong) {
+    TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
+    auto kernel = wgmma_pingpong_kernel<T, AK, BKm>;
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
+    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else if (ctas == 1) {
     auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 1>;
     tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
     const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
@@ -954,7 +1186,9 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   const int64_t wide_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 256);
-  if (p.tuning.bn != 0 ? p.tuning.bn == 256 : wide_tiles >= sm_count()) {
+  if (which == HopperKernel::kPingPong) {
+    launch_typed<T, 128, AK, BKm>(p, which, stream);  // each consumer warpgroup: 128 x 128
+  } else if (p.tuning.bn != 0 ? p.tuning.bn == 256 : wide_tiles >= sm_count()) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
     launch_typed<T, 128, AK, BKm>(p, which, stream);
@@ -1019,6 +1253,10 @@ void tc_ws_persistent_launch(const TcProblem& p, cudaStream_t stream) {
 
 void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kMulticast, stream);
+}
+
+void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kPingPong, stream);
 }
 
 // The final kernel is ws_persistent. Measured on an H100 (bf16, 4096^3, 8192^3 and the FFN shapes

@@ -88,9 +88,10 @@ TC_LADDER = (
     "tc:wgmma_tma",
     "tc:ws_persistent",
     "tc:ws_multicast",
+    "tc:ws_pingpong",
     "tc:final",
 )
-TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent", "tc:ws_multicast")
+TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent", "tc:ws_multicast", "tc:ws_pingpong")
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
