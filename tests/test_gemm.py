@@ -656,10 +656,11 @@ def test_tc_ladder_errors():
 @requires_cuda
 def test_split_k_epilogues_cuda():
     """Small outputs with long K split K across CTAs (fp32 partial sums, then a reduce kernel that
-    adds them in a fixed order and applies the epilogue). Shapes with 2, 4 and 8 splits, a last
-    tile row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in
-    every tensor-core dtype, through the op and through the persistent ladder steps."""
-    shapes = [(1, 256, 4096), (130, 384, 2048), (67, 1000, 1200)]
+    adds them in a fixed order and applies the epilogue). Shapes the dispatcher splits 8, 3 and 4
+    ways on an H100 (132 SMs), a last tile row that is partly outside M, addmm's beta * self and
+    linear's bias in the epilogue, in every tensor-core dtype, through the op and through the
+    persistent ladder steps."""
+    shapes = [(1, 256, 4096), (130, 384, 8192), (67, 1000, 4800)]
     for dtype in HALF_DTYPES + [torch.float32]:
         with tf32_mode(True):
             for i, (m, n, k) in enumerate(shapes):

@@ -40,6 +40,7 @@
 #include <c10/util/Exception.h>
 #include <cuda.h>
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <mutex>
@@ -1038,14 +1039,19 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kPingPong };
 
 // Split-K for outputs too small to give every SM a tile: as many k ranges as fill one wave, each
-// at least kSplitMinKTiles k-tiles long so the fp32 partial traffic stays small next to the math.
+// at least kSplitMinKTiles k-tiles long, and no more than keep the fp32 partials (written and
+// read back: 8 * splits * M * N bytes) under a quarter of the operand bytes (2 * K * N, mostly the
+// weight): splits <= K / (16 M). Measured on an H100 (bf16, 16-256 rows against 4096 x 4096,
+// 8192 x 2048 and 2048 x 8192 weights; ladder variants tc:ws_persistent:bn<w>:s<k>): 16-64 rows
+// ran fastest with 4-8 splits, 128 rows against K = 4096 with 1-2 (4 splits: 20% slower), 128 rows
+// against K = 2048 with none.
 constexpr int kSplitMinKTiles = 8;
 constexpr int kSplitMax = 16;
 
-int choose_splits(int tiles, int k_tiles, int sms) {
+int choose_splits(int tiles, int k_tiles, int64_t M, int64_t K, int sms) {
   if (tiles * 2 > sms) return 1;
-  const int want = std::min(sms / tiles, kSplitMax);
-  return std::max(1, std::min(want, k_tiles / kSplitMinKTiles));
+  const int64_t want = std::min<int64_t>({sms / tiles, kSplitMax, K / (16 * std::max<int64_t>(M, 1))});
+  return int(std::max<int64_t>(1, std::min<int64_t>(want, k_tiles / kSplitMinKTiles)));
 }
 
 // A launch of `blocks` CTAs of `threads` threads in clusters of `ctas` (along x). Holds the cluster
@@ -1131,7 +1137,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
   const int sms = sm_count();
   p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
-                                  : choose_splits(tiles, p.k_tiles, sms);
+                                  : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
