@@ -132,7 +132,8 @@ def run_tensor_cores(bench):
         "autograd passes them (`^T` operands are transposed views). `ladder:tc:*` rows are the "
         "tensor-core ladder: mma.sync, + ldmatrix/cp.async pipeline, Hopper wgmma, + TMA, + warp "
         "specialization and persistent tiles, + 2-CTA clusters sharing the B tile by TMA multicast "
-        "(not faster on an H100, so not chosen); `tc:final` is the dispatcher's choice.",
+        "(not faster on an H100, so not chosen), a tile per consumer warpgroup taking turns (ping-pong; "
+        "not consistently faster either); `tc:final` is the dispatcher's choice.",
     )
 
 

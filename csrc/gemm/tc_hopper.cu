@@ -15,7 +15,8 @@
 //                     of wgmmas kept in flight while the previous stage is released; one block
 //                     per SM walking the output tiles in a grouped (L2-friendly) order, so the
 //                     loads of one tile overlap the epilogue of the last; the epilogue stages the
-//                     output through swizzled shared memory and writes it with TMA stores.
+//                     output through swizzled shared memory (stmatrix; per-element checks only
+//                     in tiles across the matrix edge) and writes it with TMA stores.
 //                     Outputs too small to fill the SMs are split along K (fp32 partials, added
 //                     in a fixed order).
 //   tc:ws_multicast   + clusters of two CTAs on vertically adjacent tiles: each loads its own A
@@ -23,6 +24,8 @@
 //                     CTA pulls 2/3 of the bytes out of L2. Measured no faster than
 //                     tc:ws_persistent on an H100, so mm keeps the latter (see
 //                     tc_hopper_final_launch).
+//   tc:ws_pingpong    tc:ws_persistent with a 128 x 128 tile per consumer warpgroup: the two
+//                     take turns at the main loop, so one's epilogue runs under the other's.
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
@@ -1268,7 +1271,10 @@ void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
 // The final kernel is ws_persistent. Measured on an H100 (bf16, 4096^3, 8192^3 and the FFN shapes
 // in all three layouts; scripts/tc_sweep.py), ws_multicast ran within +-3% of it, the run-to-run
 // noise, with no shape consistently faster: the L2 traffic that multicast halves is not what
-// limits these tiles, so the final kernel keeps the simpler launch.
+// limits these tiles, so the final kernel keeps the simpler launch. ws_pingpong, against
+// ws_persistent with its cheap epilogue: within -3% to +5% on the same shapes (ahead on the
+// K = 2048 FFN shapes, behind on fp16 8192^3 in an interleaved run, 20-25% behind on 4097 x 4095
+// x 4099 where the 128 x 128 tiles double the edge waste), so it is not chosen either.
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kWarpSpecialized, stream);
 }
