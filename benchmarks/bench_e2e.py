@@ -100,6 +100,7 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
         models = _models(dev, d, h)
         _first_losses_agree(models, x, target, dev, amp_dtype, precision)
         case = f"{batch}x{d}->{h}->{d} {precision}"
+        steps = []
         for impl, model in models.items():
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
             step = _train_step(model, opt, dev, amp_dtype)
@@ -107,11 +108,11 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
             # GEMM library stalled for ~5 steps on new weights, the first steps allocate grads).
             for _ in range(_WARMUP_STEPS):
                 step(x, target)
-            ms = bench.time(step, [(x, target)])
-            dtype = torch.float32 if amp_dtype is None else amp_dtype
+            steps.append((impl, step))
+        dtype = torch.float32 if amp_dtype is None else amp_dtype
+        for impl, ms in bench.time_many(steps, [(x, target)]).items():
             bench.record(op="ffn_step", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, flops=flops)
-            del opt, step
-        del models
+        del models, steps
         if bench.is_cuda:
             torch.cuda.empty_cache()
 

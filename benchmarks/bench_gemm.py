@@ -60,8 +60,7 @@ def _case(m, n, k, dtype=F32, label=""):
 def _mm(bench, m, n, k, impls, dtype=F32, label="", ta=False, tb=False):
     elem = torch.tensor([], dtype=dtype).element_size()
     inputs = bench.rotation(_mm_inputs(m, n, k, bench.device, dtype, ta, tb), elem * (m * k + k * n))
-    for impl, fn in impls:
-        ms = bench.time(fn, inputs)
+    for impl, ms in bench.time_many(impls, inputs).items():
         bench.record(
             op="mm",
             case=_case(m, n, k, dtype, label),
@@ -164,8 +163,7 @@ def run(bench):
     inputs = bench.rotation(make_linear, 4 * (bsz * seq * k_in + n_out * k_in + n_out))
     case = f"linear ({bsz}, {seq}, {k_in}) x ({n_out}, {k_in}) + bias fp32"
     m = bsz * seq
-    for impl, fn in (("torch", F.linear), ("cudasteps", cudasteps.linear)):
-        ms = bench.time(fn, inputs)
+    for impl, ms in bench.time_many([("torch", F.linear), ("cudasteps", cudasteps.linear)], inputs).items():
         bench.record(
             op="linear",
             case=case,
@@ -196,9 +194,11 @@ def run(bench):
     inputs = bench.rotation(_mm_inputs(n, n, n, bench.device), 3 * 4 * n * n)
     for label, fa, fb in (("NT", False, True), ("TN", True, False)):
         case = f"{n}x{n}x{n} fp32 {label}"
-        for impl, op in (("torch", torch.mm), ("cudasteps", cudasteps.mm)):
-            fn = lambda a, b, op=op, fa=fa, fb=fb: op(a.t() if fa else a, b.t() if fb else b)  # noqa: E731
-            ms = bench.time(fn, inputs)
+        fns = [
+            (impl, lambda a, b, op=op, fa=fa, fb=fb: op(a.t() if fa else a, b.t() if fb else b))
+            for impl, op in (("torch", torch.mm), ("cudasteps", cudasteps.mm))
+        ]
+        for impl, ms in bench.time_many(fns, inputs).items():
             bench.record(op="mm", case=case, impl=impl, dtype=F32, shape=[n, n, n], ms=ms, flops=2 * n**3)
 
     bench.section(

@@ -118,7 +118,28 @@ class Bench:
         flush = None
         if flush_l2 and self.is_cuda:
             flush = torch.empty(2 * self.l2_bytes // 4, dtype=torch.float32, device=self.device)
-        # Warm-up: compile/load caches, and estimate the per-call time to size the run.
+        runs = self._warm_up(fn, inputs)
+        return statistics.median(self._timed_calls(fn, inputs, 0, runs, flush))
+
+    def time_many(self, fns, inputs, *, rounds: int = 4) -> dict:
+        """Median ms per call of each (impl, fn) of `fns`, interleaved: the runs are cut into
+        `rounds` rounds, each timing every fn in turn, in alternating order. A GPU's clock drifts
+        with its temperature and power over a measurement (a second of 8192^3 GEMMs heats it
+        enough to slow the next one by 10-20%), so timing one impl after the other would hand the
+        later ones a hotter GPU; interleaved, each meets the same mix."""
+        if isinstance(inputs, tuple):
+            inputs = [inputs]
+        runs = {impl: self._warm_up(fn, inputs) for impl, fn in fns}
+        times = {impl: [] for impl, _ in fns}
+        for r in range(rounds):
+            for impl, fn in fns if r % 2 == 0 else fns[::-1]:
+                lo, hi = runs[impl] * r // rounds, runs[impl] * (r + 1) // rounds
+                times[impl] += self._timed_calls(fn, inputs, lo, hi)
+        return {impl: statistics.median(t) for impl, t in times.items()}
+
+    def _warm_up(self, fn, inputs) -> int:
+        """Runs fn until caches are warm (compilation, cuBLAS heuristics, the allocator) and
+        returns how many timed runs fit the budget at the per-call time it saw."""
         t0 = time.perf_counter()
         n_warm = 0
         while n_warm < 3 or (time.perf_counter() - t0 < 0.02 and n_warm < 100):
@@ -127,27 +148,30 @@ class Bench:
             self._sync()
         est_ms = (time.perf_counter() - t0) * 1e3 / n_warm
         budget, lo, hi = self._budget()
-        runs = int(min(hi, max(lo, budget / max(est_ms, 1e-3))))
+        return int(min(hi, max(lo, budget / max(est_ms, 1e-3))))
+
+    def _timed_calls(self, fn, inputs, first: int, end: int, flush=None) -> list:
+        """ms of each call fn(*inputs[i % len(inputs)]) for i in [first, end)."""
         times = []
         if self.is_cuda:
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-            ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-            for i in range(runs):
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(first, end)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(first, end)]
+            for j, i in enumerate(range(first, end)):
                 if flush is not None:
                     flush.zero_()
                 args = inputs[i % len(inputs)]
-                starts[i].record()
+                starts[j].record()
                 fn(*args)
-                ends[i].record()
+                ends[j].record()
             self._sync()
             times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
         else:
-            for i in range(runs):
+            for i in range(first, end):
                 args = inputs[i % len(inputs)]
                 t = time.perf_counter()
                 fn(*args)
                 times.append((time.perf_counter() - t) * 1e3)
-        return statistics.median(times)
+        return times
 
     def time_host(self, fn, args: tuple, calls: int = 200) -> float:
         """Host ms per call: `calls` calls issued back to back, median of several repeats."""
