@@ -680,6 +680,44 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
   }
 }
 
+// The k-tiles [kb, ke) of work unit `unit` (its tile is unit / p.splits, its k range unit % splits).
+__device__ __forceinline__ void unit_k_range(const HopperParams& p, int unit, int& kb, int& ke) {
+  kb = (unit % p.splits) * p.k_tiles_per_split;
+  ke = min(p.k_tiles, kb + p.k_tiles_per_split);
+}
+
+// The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
+// first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
+// released it. A unit covers Ctas vertically adjacent tiles (one per CTA of a cluster); this CTA
+// loads its own A tile and its share of the B tile, multicast to every CTA of the cluster.
+template <TcType T, int BN, bool AK, bool BKm, int Ctas>
+__device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                              const HopperParams& p, uint8_t* ring, uint64_t* full,
+                                              uint64_t* empty, uint32_t rank, int first_unit,
+                                              int unit_step) {
+  using Cfg = HopperCfg<T, BN>;
+  constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
+  const int units = p.raster.count() * p.splits;
+  int stage = 0, phase = 0;
+  for (int unit = first_unit; unit < units; unit += unit_step) {
+    int tg, tn, kb, ke;
+    p.raster.coords(unit / p.splits, tg, tn);
+    unit_k_range(p, unit, kb, ke);
+    const int tm = tg * Ctas + int(rank);
+    for (int kt = kb; kt < ke; ++kt) {
+      mbar_wait(&empty[stage], phase ^ 1);
+      uint8_t* dst = ring + stage * Cfg::kStageBytes;
+      mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+      tma_tile<AK, Cfg::BM, Cfg::BK>(dst, map_a, &full[stage], tm * Cfg::BM, kt);
+      // This CTA's rows of B sit at the same place in the tile (and in every CTA's ring).
+      tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + int(rank) * kBRows * 128, map_b,
+                                     &full[stage], tn * BN + int(rank) * kBRows, kt,
+                                     Ctas == 1 ? 0 : (1 << Ctas) - 1);
+      if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
+    }
+  }
+}
+
 // Ctas = 2 (tc:ws_multicast): the kernel runs in clusters of two CTAs on vertically adjacent tiles
 // (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
 // one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
@@ -697,7 +735,6 @@ __global__ void __launch_bounds__(384, 1)
   using Cfg = HopperCfg<T, BN>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 8;
-  constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
   uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
@@ -729,25 +766,8 @@ __global__ void __launch_bounds__(384, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 #endif
     if (threadIdx.x == 0) {
-      int stage = 0, phase = 0;
-      for (int unit = first_unit; unit < units; unit += unit_step) {
-        int tg, tn;
-        p.raster.coords(unit / p.splits, tg, tn);
-        const int tm = tg * Ctas + int(rank);
-        const int kb = (unit % p.splits) * p.k_tiles_per_split;
-        const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
-        for (int kt = kb; kt < ke; ++kt) {
-          mbar_wait(&empty[stage], phase ^ 1);
-          uint8_t* dst = ring + stage * Cfg::kStageBytes;
-          mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-          tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
-          // This CTA's rows of B sit at the same place in the tile (and in both CTAs' rings).
-          tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + int(rank) * kBRows * 128, &map_b,
-                                         &full[stage], tn * BN + int(rank) * kBRows, kt,
-                                         Ctas == 1 ? 0 : (1 << Ctas) - 1);
-          if (++stage == S) stage = 0, phase ^= 1;
-        }
-      }
+      produce_tiles<T, BN, AK, BKm, Ctas>(&map_a, &map_b, p, ring, full, empty, rank, first_unit,
+                                          unit_step);
     }
   } else {
 #ifdef CUDASTEPS_SM90A_DEVICE
@@ -771,8 +791,8 @@ __global__ void __launch_bounds__(384, 1)
       p.raster.coords(unit / p.splits, tg, tn);
       const int tm = tg * Ctas + int(rank);
       const int split = unit % p.splits;
-      const int kb = split * p.k_tiles_per_split;
-      const int ke = min(p.k_tiles, kb + p.k_tiles_per_split);
+      int kb, ke;
+      unit_k_range(p, unit, kb, ke);
       zero(d);
       int prev = -1;
       for (int kt = kb; kt < ke; ++kt) {
@@ -861,30 +881,13 @@ __global__ void __launch_bounds__(384, 1)
   __syncthreads();
   const int units = p.raster.count() * p.splits;
   const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
-  auto k_range = [&](int unit, int& kb, int& ke) {
-    kb = (unit % p.splits) * p.k_tiles_per_split;
-    ke = min(p.k_tiles, kb + p.k_tiles_per_split);
-  };
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
 #ifdef CUDASTEPS_SM90A_DEVICE
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 #endif
     if (threadIdx.x == 0) {
-      int stage = 0, phase = 0;
-      for (int unit = first_unit; unit < units; unit += unit_step) {
-        int tm, tn, kb, ke;
-        p.raster.coords(unit / p.splits, tm, tn);
-        k_range(unit, kb, ke);
-        for (int kt = kb; kt < ke; ++kt) {
-          mbar_wait(&empty[stage], phase ^ 1);
-          uint8_t* dst = ring + stage * Cfg::kStageBytes;
-          mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-          tma_tile<AK, Cfg::BM, Cfg::BK>(dst, &map_a, &full[stage], tm * Cfg::BM, kt);
-          tma_tile<BKm, BN, Cfg::BK>(dst + Cfg::kABytes, &map_b, &full[stage], tn * BN, kt);
-          if (++stage == S) stage = 0, phase ^= 1;
-        }
-      }
+      produce_tiles<T, BN, AK, BKm, 1>(&map_a, &map_b, p, ring, full, empty, 0, first_unit, unit_step);
     }
   } else {
 #ifdef CUDASTEPS_SM90A_DEVICE
@@ -897,7 +900,7 @@ __global__ void __launch_bounds__(384, 1)
     int i = 0;
     for (int unit = first_unit; unit < units; unit += unit_step, ++i) {
       int kb, ke;
-      k_range(unit, kb, ke);
+      unit_k_range(p, unit, kb, ke);
       if (i % 2 != c) {  // the other warpgroup's tile: skip its stages
         stage += ke - kb;
         phase ^= (stage / S) & 1;
