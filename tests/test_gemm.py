@@ -657,9 +657,9 @@ def test_tc_ladder_errors():
 def test_split_k_epilogues_cuda():
     """Small outputs with long K split K across CTAs (fp32 partial sums, then a reduce kernel that
     adds them in a fixed order and applies the epilogue). Shapes the dispatcher splits 8, 3 and 4
-    ways on an H100 (132 SMs), a last tile row that is partly outside M, addmm's beta * self and
-    linear's bias in the epilogue, in every tensor-core dtype, through the op and through the
-    persistent ladder steps."""
+    ways on an H100 (132 SMs; 16, 3 and 4 in TF32, whose k-tiles are half as deep), a last tile
+    row that is partly outside M, addmm's beta * self and linear's bias in the epilogue, in every
+    tensor-core dtype, through the op and through the persistent ladder steps."""
     shapes = [(1, 256, 4096), (130, 384, 8192), (67, 1000, 4800)]
     for dtype in HALF_DTYPES + [torch.float32]:
         with tf32_mode(True):

@@ -480,7 +480,8 @@ __global__ void __launch_bounds__(kThreads)
 // The same by rows of the last merged dim: a block-row computes its row's two base offsets once
 // (the divisions), then walks the row's columns with the last dim's strides (0 or 1 for the
 // broadcasts users write: x * w[:, None], x * v, a 0-dim tensor), coalesced, with no per-element
-// division. Blocks along y take rows, blocks along x take column chunks of kRowsUnroll * kThreads.
+// division. Blocks along y take rows; along x, enough blocks that each thread takes about
+// kRowsUnroll columns of a row (at most 64 blocks per SM across a row).
 constexpr int kRowsUnroll = 4;
 
 template <typename T, typename index_t, typename Op>

@@ -848,8 +848,9 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 }
 
 // In tc:ws_persistent both consumer warpgroups work on one 128 x BN tile, so they reach the
-// epilogue together and the tensor cores idle while they store it (~a fifth of the time at
-// K = 2048, measured with ncu's per-instruction samples). Here each consumer warpgroup owns a whole
+// epilogue together and the tensor cores idle while they store it (a fifth of the consumer warps'
+// ncu samples at K = 2048 before that epilogue lost its per-element checks and took stmatrix; a
+// few percent after). Here each consumer warpgroup owns a whole
 // 128 x 128 tile (two 64 x 128 accumulator blocks, the same 128 registers per thread) and the
 // CTA's tiles alternate between them: tile i goes to warpgroup i % 2. Their main loops take turns
 // (tile i's starts once tile i - 1's has consumed its last stage, signalled through a named
