@@ -519,7 +519,8 @@ inline int64_t span_of(const StridedPair& p, const int64_t* strides) {
   return span;
 }
 
-// Last merged dims at least this long take strided_rows_kernel (a block's worth of columns).
+// Last merged dims at least this long take strided_rows_kernel (half a block's columns or more:
+// shorter rows would leave most of a row-block's threads idle).
 constexpr int64_t kMinRowsCols = 128;
 
 template <typename T, typename Op>
@@ -528,7 +529,7 @@ void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T
   // Views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
   const StridedPair p = make_strided_pair(a_view, b_view, name);
   const int64_t numel = a_view.numel();
-  const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(numel, kThreads), int64_t(sm_count()) * 64);
+  const int64_t max_blocks = int64_t(sm_count()) * 64;
   const bool small = numel <= INT32_MAX && span_of(p, p.out_strides) <= INT32_MAX &&
                      span_of(p, p.in_strides) <= INT32_MAX;
   const T* a = a_view.const_data_ptr<T>();
@@ -537,18 +538,20 @@ void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T
   if (cols >= kMinRowsCols) {
     // Rows long enough to fill a block: the row kernel.
     const int64_t rows = numel / cols;
-    const dim3 rows_grid(unsigned(std::min<int64_t>(ceil_div<int64_t>(cols, kRowsUnroll * kThreads),
-                                                    int64_t(sm_count()) * 64)),
+    const dim3 rows_grid(unsigned(std::min(ceil_div<int64_t>(cols, kRowsUnroll * kThreads), max_blocks)),
                          unsigned(std::min<int64_t>(rows, 65535)));
     if (small) {
       strided_rows_kernel<T, uint32_t><<<rows_grid, kThreads, 0, stream>>>(a, b, out, rows, cols, p, op);
     } else {
       strided_rows_kernel<T, int64_t><<<rows_grid, kThreads, 0, stream>>>(a, b, out, rows, cols, p, op);
     }
-  } else if (small) {
-    strided_binary_kernel<T, uint32_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
   } else {
-    strided_binary_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+    const int64_t grid = std::min(ceil_div<int64_t>(numel, kThreads), max_blocks);
+    if (small) {
+      strided_binary_kernel<T, uint32_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+    } else {
+      strided_binary_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+    }
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
