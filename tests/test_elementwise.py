@@ -783,32 +783,37 @@ def _gelu_tail_inputs(dtype, device, n):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gelu_elementwise_accuracy_in_the_tails(device, dtype):
-    """Every element, not only the norm: the fp16/bf16 gelu derivative (the erfc fit of FastGelu)
-    stays within the output rounding of a float64 reference in both tails, where it is tiny and
-    0.5 * (1 + erf(z / sqrt(2))) in fp32 would cancel to nothing. The forward is torch's own fp32
-    formula, so in the negative tail it keeps only what 1 + erf(z / sqrt(2)) keeps in fp32: an
-    absolute error of a few fp32 ulps of 1 times |z| / 2, as F.gelu has."""
-    n = 4001
-    x = _gelu_tail_inputs(dtype, device, n).view(1, n)
-    grad = torch.ones_like(x)
+    """Every element, not only the norm: the fp16/bf16 gelu and its derivative (FastGelu, the
+    Mills-ratio fit) stay within the output rounding of a float64 reference in both tails, where
+    they are tiny and torch's 0.5 * (1 + erf(z / sqrt(2))) in fp32 would cancel to nothing."""
     rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}[dtype]
     # fp16's subnormal spacing; bf16 has fp32's range, so its tail values keep full precision.
     tiny = {torch.float16: 2.0**-24, torch.bfloat16: 1e-38}[dtype]
-    z = x.double().cpu()
-    cdf = 0.5 * torch.special.erfc(-z / 2**0.5)
-    pdf = torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5
-    # The derivative cdf + z * pdf crosses zero near z = -0.75: an absolute slack in units of the
-    # two terms' magnitude (fp32 math keeps ~1e-7 of it), relative everywhere else.
-    deriv_slack = 1e-6 * (cdf + z.abs() * pdf)
-    y = cudasteps.bias_act(x, None, "gelu")
-    gx, _ = cudasteps.bias_act_backward(grad, x, None, "gelu")
-    # References through erfc: F.gelu's 0.5 * (1 + erf) cancels in float64 too (to 0 at z = -10).
-    ref_y, ref_gx = z * cdf, cdf + z * pdf
-    value_slack = z.abs() * 2.0**-21
-    for out, r, slack in ((y, ref_y, value_slack), (gx, ref_gx, deriv_slack)):
-        o = out.double().cpu()
-        bad = (o - r).abs() > rtol * r.abs() + tiny + slack
-        assert not bad.any(), (dtype, z[bad][:5], o[bad][:5], r[bad][:5])
+    n = 4001
+    flat = _gelu_tail_inputs(dtype, device, n).view(1, n)
+    # Three kernels: no bias (the flat kernel), and a bias over 8 rows of 496 (the row kernel's
+    # 16-byte path) and of 1 row of 4001 (its one-element path), z = x + bias summed in fp32.
+    x8 = flat[:, : 8 * 496].reshape(8, 496)
+    cases = [
+        (flat, None),
+        (x8, make_tensor((496,), dtype, device, seed=5, low=-0.5, high=0.5)),
+        (flat, make_tensor((n,), dtype, device, seed=6, low=-0.5, high=0.5)),
+    ]
+    for x, bias in cases:
+        z = x.double().cpu() + (bias.double().cpu() if bias is not None else 0.0)
+        cdf = 0.5 * torch.special.erfc(-z / 2**0.5)
+        pdf = torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5
+        # The derivative cdf + z * pdf crosses zero near z = -0.75: an absolute slack in units of
+        # the two terms' magnitude (fp32 math keeps ~1e-7 of it), relative everywhere else.
+        deriv_slack = 1e-6 * (cdf + z.abs() * pdf)
+        y = cudasteps.bias_act(x, bias, "gelu")
+        gx, _ = cudasteps.bias_act_backward(torch.ones_like(x), x, bias, "gelu")
+        # References through erfc: F.gelu's 0.5 * (1 + erf) cancels in float64 too (to 0 at z = -10).
+        ref_y, ref_gx = z * cdf, cdf + z * pdf
+        for out, r, slack in ((y, ref_y, 0.0), (gx, ref_gx, deriv_slack)):
+            o = out.double().cpu()
+            bad = (o - r).abs() > rtol * r.abs() + tiny + slack
+            assert not bad.any(), (dtype, tuple(x.shape), z[bad][:5], o[bad][:5], r[bad][:5])
 
 
 @pytest.mark.parametrize("device", DEVICES)

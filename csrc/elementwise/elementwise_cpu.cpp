@@ -120,7 +120,7 @@ at::Tensor bias_act_cpu(const at::Tensor& x_in, const c10::optional<at::Tensor>&
     dispatch_act(act, [&](auto a) {
       rowvec_cpu<scalar_t>(x.const_data_ptr<scalar_t>(), v, v_is_float, out.data_ptr<scalar_t>(),
                            num_rows(x), num_cols(x),
-                           BiasActOp<decltype(a)::value>{});
+                           BiasActOpFor<decltype(a)::value, scalar_t>{});
     });
   });
   return out;

@@ -22,7 +22,8 @@
 //   32 x 16 B = 512 contiguous bytes of one row per access (four full 128-byte lines). The
 //   16-byte path needs cols % VEC == 0 and 16-byte aligned pointers (then every row start is
 //   aligned too); otherwise VEC = 1.
-//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel). The backward
+//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel), except for
+//   fp16/bf16 gelu (below). The backward
 //   (rowgrad) launches one wave of blocks, each looping over chunks, because it also sums its
 //   d = f(grad, x, bias) values per column: in registers over its rows, then over the block's
 //   row_threads through shared memory in a fixed order, then one fp32 partial per
@@ -30,10 +31,12 @@
 //   that partial buffer small (gridDim.y rows of cols floats). The grid depends only on the shape
 //   and the device, so grad_bias is bitwise reproducible run to run (no atomics).
 //
-// The fp16/bf16 gelu backward runs FastGelu's derivative (elementwise.h): at eight elements per
-// 16-byte vector, erff and expf made its arithmetic about as long as its memory time, and a warp
-// computing has no loads in flight (bf16 fwd+bwd at 69% of copy bandwidth against fp32's 97%;
-// 79% with FastGelu, measured on an H100). The forward keeps erff: FastGelu's value was slower there.
+// fp16/bf16 gelu runs FastGelu (elementwise.h) forward and backward: at eight elements per 16-byte
+// vector, erff (and expf in the derivative) made the arithmetic as long as the memory time, and a
+// warp computing has no loads in flight. Its forward runs a wave of looping blocks, like the
+// backward. Measured on an H100, bf16 8192 x 8192 fwd+bwd: 69% of copy bandwidth with erff,
+// 79-84% with an earlier erfc fit (two exponentials per element); FastGelu's own figures are in
+// elementwise.h.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -164,17 +167,16 @@ struct RowGrid {
 };
 
 // col_tiles blocks across the columns; across the rows, one block per chunk of
-// row_unroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
+// kRowUnroll x row_threads rows (one_shot), or as many as make one wave of resident blocks.
 template <typename Kernel>
-RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op,
-                 int row_unroll = kRowUnroll) {
+RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_shot, const char* op) {
   RowGrid g;
   g.col_threads = pick_col_threads(rows, cols, vec);
   const int row_threads = kThreads / g.col_threads;
   const int64_t col_tiles = ceil_div<int64_t>(cols, int64_t(g.col_threads) * vec);
   CUDASTEPS_CHECK(col_tiles <= INT_MAX, op, "x must have at most ",
                   int64_t(INT_MAX) * g.col_threads * vec, " columns, got ", cols);
-  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * row_unroll);
+  const int64_t row_chunks = ceil_div<int64_t>(rows, int64_t(row_threads) * kRowUnroll);
   int64_t grid_y = row_chunks;
   if (!one_shot) {
     // Rounded down: a grid a few blocks over one wave would run those blocks as a second wave
@@ -223,37 +225,35 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// one_shot: one block per chunk of rows (the default: plain arithmetic is memory-bound either way,
+// and one-shot grids sweep memory in address order); otherwise one wave of blocks looping over the
+// chunks, for ops whose arithmetic is as long as their memory time (see bias_act_cuda).
 template <typename T, typename Op>
 void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t rows, int64_t cols,
-                   Op op, cudaStream_t stream, const char* name) {
+                   Op op, cudaStream_t stream, const char* name, bool one_shot = true) {
   constexpr int kVec = vec16_elems<T>();
   if (cols % kVec == 0 && is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes)) {
     const auto kernel = rowvec_kernel<T, kVec, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, kVec, /*one_shot=*/true, name);
+    const RowGrid g = row_grid(kernel, rows, cols, kVec, one_shot, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   } else {
     const auto kernel = rowvec_kernel<T, 1, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, 1, /*one_shot=*/true, name);
+    const RowGrid g = row_grid(kernel, rows, cols, 1, one_shot, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Register budget of the backward. Uncapped, ptxas gave the fp16/bf16 gelu backward 99 registers:
-// 2 blocks (512 threads) per SM, too few warps to hide the erf/exp latency between loads, and the
-// bf16 fwd+bwd moved data at 76% of copy bandwidth on the H100. Capped at 64 registers (4 blocks
-// per SM) with 4 rows in flight it spilled (ptxas -v: up to 172 bytes); with 2 rows in flight for
-// 2-byte types (16-byte vectors of 8 elements: 2 x 2 x 16 bytes of loads per thread) it fits
-// spill-free, and the SM holds as many bytes in flight as before (twice the threads, half each).
-// fp32 keeps 4 rows in flight at 3 blocks per SM (at most 85 registers; it needs 80, while 64
-// spilled its gelu and no bound at all let ptxas take 94, 2 blocks). fp64 is uncapped.
-template <typename T>
-constexpr int grad_row_unroll() {
-  return sizeof(T) == 2 ? 2 : kRowUnroll;
-}
+// Register budget of the backward: 3 blocks per SM (at most 85 registers) for 2- and 4-byte types,
+// with kRowUnroll rows in flight. The fp32 gelu backward needs 80 (64 spilled its erff, and no
+// bound at all let ptxas take 94: 2 blocks per SM); the fp16/bf16 one (FastGelu) about as many.
+// When the 16-bit backward had the previous erfc fit (two exponentials), it took 99 registers
+// uncapped and ran best at 2 rows in flight and 4 blocks per SM; with FastGelu's one exponential,
+// 4 rows at 3 blocks per SM measured 0.141 ms against 0.145 ms (bf16 8192 x 8192, H100, standalone
+// kernels). fp64 is uncapped.
 template <typename T>
 constexpr int grad_min_blocks() {
-  return sizeof(T) == 2 ? 4 : sizeof(T) == 4 ? 3 : 1;
+  return sizeof(T) <= 4 ? 3 : 1;
 }
 
 // d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
                    int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
   using Acc = at::opmath_type<T>;
-  constexpr int kUnroll = grad_row_unroll<T>();
+  constexpr int kUnroll = kRowUnroll;
   __shared__ Acc column_sums[kThreads * VEC];
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
@@ -348,7 +348,7 @@ void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* o
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
                       (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
   auto run = [&](auto kernel, int vec) {
-    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name, grad_row_unroll<T>());
+    const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
     at::Tensor partials =
         at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
     kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),
@@ -399,11 +399,16 @@ at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>
   const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cuda", [&] {
     dispatch_act(act, [&](auto a) {
-      const BiasActOp<decltype(a)::value> op{};
+      const BiasActOpFor<decltype(a)::value, scalar_t> op{};
       if (bias.defined()) {
+        // FastGelu (16-bit gelu) runs a wave of looping blocks: its arithmetic per byte is as
+        // long as the memory time, and one-shot blocks computing in lockstep left memory idle
+        // (bf16 8192 x 8192 on an H100, standalone kernels: 0.102 ms looping, 0.124 ms one-shot;
+        // erff's gelu 0.111 ms and 0.114 ms).
+        constexpr bool kOneShot = !kUseFastGelu<decltype(a)::value, scalar_t>;
         launch_rowvec<scalar_t>(x.const_data_ptr<scalar_t>(), bias.const_data_ptr(),
                                 bias.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
-                                num_rows(x), num_cols(x), op, stream, "bias_act");
+                                num_rows(x), num_cols(x), op, stream, "bias_act", kOneShot);
       } else {
         launch_flat<scalar_t, false>(x.const_data_ptr<scalar_t>(), nullptr, out.data_ptr<scalar_t>(),
                                      x.numel(), op, stream);
@@ -719,7 +724,7 @@ at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::
         CUDASTEPS_CHECK(grid <= INT_MAX, name, "x is too large for the fused_scalar variant");
         fused_scalar_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(
             x.const_data_ptr<scalar_t>(), v, v_is_float, out.data_ptr<scalar_t>(), x.numel(),
-            num_cols(x), BiasActOp<decltype(a)::value>{});
+            num_cols(x), BiasActOpFor<decltype(a)::value, scalar_t>{});
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         return;
       }
@@ -734,7 +739,7 @@ at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::
         src = sum.const_data_ptr<scalar_t>();
       }
       launch_flat<scalar_t, false>(src, nullptr, out.data_ptr<scalar_t>(), x.numel(),
-                                   BiasActOp<decltype(a)::value>{}, stream);
+                                   BiasActOpFor<decltype(a)::value, scalar_t>{}, stream);
     });
   });
   return out;
