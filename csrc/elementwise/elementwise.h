@@ -23,7 +23,6 @@ CUDASTEPS_HOST_DEVICE float math_erf(float v) { return erff(v); }
 CUDASTEPS_HOST_DEVICE double math_erf(double v) { return erf(v); }
 CUDASTEPS_HOST_DEVICE float math_exp(float v) { return expf(v); }
 CUDASTEPS_HOST_DEVICE double math_exp(double v) { return exp(v); }
-CUDASTEPS_HOST_DEVICE float math_exp2(float v) { return exp2f(v); }
 CUDASTEPS_HOST_DEVICE float math_tanh(float v) { return tanhf(v); }
 CUDASTEPS_HOST_DEVICE double math_tanh(double v) { return tanh(v); }
 // a / b. On the GPU the fp32 division is __fdividef (2 ulp; no IEEE slow-path subroutine, which
@@ -102,10 +101,32 @@ struct ActFn<Act::kGelu> {
 // (erfc as t exp(-a^2 + P(t)): two exponentials and a reciprocal).
 // fp32 and fp64 data keep ActFn<kGelu>, torch's own formula.
 struct FastGelu {
+  // 1 / v for v >= 1 and 2^v, each one MUFU instruction on the GPU (rcp/ex2.approx.ftz, 1-2 ulp).
+  // The library's 1 / v and exp2f add range checks and scalings (for denormal inputs and results)
+  // that cost 4 instructions per element here: 2^v flushes to 0 below 2^-126, where Q(t) is
+  // itself below fp32's normal range (t > 13.2).
+  CUDASTEPS_HOST_DEVICE static float fast_rcp(float v) {
+#if defined(__CUDA_ARCH__)
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+#else
+    return 1.0f / v;
+#endif
+  }
+  CUDASTEPS_HOST_DEVICE static float fast_exp2(float v) {
+#if defined(__CUDA_ARCH__)
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+#else
+    return exp2f(v);
+#endif
+  }
   // Q(t) = e * sg: e = exp(-t^2 / 2), sg = s * G(s).
   CUDASTEPS_HOST_DEVICE static void tail(float t, float& e, float& sg) {
     constexpr float kC = 0.265f;
-    const float s = math_div(1.0f, fma_f32(kC, t, 1.0f));
+    const float s = fast_rcp(fma_f32(kC, t, 1.0f));
     float g = 3.082272038e-02f;
     g = fma_f32(g, s, -1.442374587e-01f);
     g = fma_f32(g, s, 2.178327590e-01f);
@@ -115,7 +136,7 @@ struct FastGelu {
     g = fma_f32(g, s, 1.027024090e-01f);
     g = fma_f32(g, s, 1.052464694e-01f);
     g = fma_f32(g, s, 1.057415754e-01f);
-    e = math_exp2(t * t * -0.72134752044448170368f);  // -log2(e) / 2
+    e = fast_exp2(t * t * -0.72134752044448170368f);  // -log2(e) / 2
     sg = s * g;
   }
   CUDASTEPS_HOST_DEVICE static float value(float z) {

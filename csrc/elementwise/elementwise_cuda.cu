@@ -23,8 +23,8 @@
 //   16-byte path needs cols % VEC == 0 and 16-byte aligned pointers (then every row start is
 //   aligned too); otherwise VEC = 1.
 //   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel), except for
-//   fp16/bf16 gelu (below). The backward
-//   (rowgrad) launches one wave of blocks, each looping over chunks, because it also sums its
+//   fp16/bf16 gelu (below). The backward (rowgrad) launches one wave of blocks, each looping over
+//   chunks, because it also sums its
 //   d = f(grad, x, bias) values per column: in registers over its rows, then over the block's
 //   row_threads through shared memory in a fixed order, then one fp32 partial per
 //   (blockIdx.y, column) that finalize_colsum_kernel sums over blockIdx.y in order. One wave keeps
