@@ -22,9 +22,8 @@
 //   32 x 16 B = 512 contiguous bytes of one row per access (four full 128-byte lines). The
 //   16-byte path needs cols % VEC == 0 and 16-byte aligned pointers (then every row start is
 //   aligned too); otherwise VEC = 1.
-//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel), except for
-//   fp16/bf16 gelu (below). The backward (rowgrad) launches one wave of blocks, each looping over
-//   chunks, because it also sums its
+//   The forward (rowvec) launches one block per chunk (one-shot, as flat_kernel). The backward
+//   (rowgrad) launches one wave of blocks, each looping over chunks, because it also sums its
 //   d = f(grad, x, bias) values per column: in registers over its rows, then over the block's
 //   row_threads through shared memory in a fixed order, then one fp32 partial per
 //   (blockIdx.y, column) that finalize_colsum_kernel sums over blockIdx.y in order. One wave keeps
@@ -33,10 +32,9 @@
 //
 // fp16/bf16 gelu runs FastGelu (elementwise.h) forward and backward: at eight elements per 16-byte
 // vector, erff (and expf in the derivative) made the arithmetic as long as the memory time, and a
-// warp computing has no loads in flight. Its forward runs a wave of looping blocks, like the
-// backward. Measured on an H100, bf16 8192 x 8192 fwd+bwd: 69% of copy bandwidth with erff,
-// 79-84% with an earlier erfc fit (two exponentials per element); FastGelu's own figures are in
-// elementwise.h.
+// warp computing has no loads in flight. Measured on an H100, bf16 8192 x 8192 fwd+bwd: 69% of
+// copy bandwidth with erff, 79-84% with an earlier erfc fit (two exponentials per element);
+// FastGelu's own figures are in elementwise.h.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -225,20 +223,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// one_shot: one block per chunk of rows (the default: plain arithmetic is memory-bound either way,
-// and one-shot grids sweep memory in address order); otherwise one wave of blocks looping over the
-// chunks, for ops whose arithmetic is as long as their memory time (see bias_act_cuda).
 template <typename T, typename Op>
 void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t rows, int64_t cols,
-                   Op op, cudaStream_t stream, const char* name, bool one_shot = true) {
+                   Op op, cudaStream_t stream, const char* name) {
   constexpr int kVec = vec16_elems<T>();
   if (cols % kVec == 0 && is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes)) {
     const auto kernel = rowvec_kernel<T, kVec, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, kVec, one_shot, name);
+    const RowGrid g = row_grid(kernel, rows, cols, kVec, /*one_shot=*/true, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   } else {
     const auto kernel = rowvec_kernel<T, 1, Op>;
-    const RowGrid g = row_grid(kernel, rows, cols, 1, one_shot, name);
+    const RowGrid g = row_grid(kernel, rows, cols, 1, /*one_shot=*/true, name);
     kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -401,14 +396,9 @@ at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>
     dispatch_act(act, [&](auto a) {
       const BiasActOpFor<decltype(a)::value, scalar_t> op{};
       if (bias.defined()) {
-        // FastGelu (16-bit gelu) runs a wave of looping blocks: its arithmetic per byte is as
-        // long as the memory time, and one-shot blocks computing in lockstep left memory idle
-        // (bf16 8192 x 8192 on an H100, standalone kernels: 0.102 ms looping, 0.124 ms one-shot;
-        // erff's gelu 0.111 ms and 0.114 ms).
-        constexpr bool kOneShot = !kUseFastGelu<decltype(a)::value, scalar_t>;
         launch_rowvec<scalar_t>(x.const_data_ptr<scalar_t>(), bias.const_data_ptr(),
                                 bias.scalar_type() == at::kFloat, out.data_ptr<scalar_t>(),
-                                num_rows(x), num_cols(x), op, stream, "bias_act", kOneShot);
+                                num_rows(x), num_cols(x), op, stream, "bias_act");
       } else {
         launch_flat<scalar_t, false>(x.const_data_ptr<scalar_t>(), nullptr, out.data_ptr<scalar_t>(),
                                      x.numel(), op, stream);
