@@ -26,7 +26,6 @@
 //                     tc_hopper_final_launch).
 //   tc:ws_pingpong    tc:ws_persistent with a 128 x 128 tile per consumer warpgroup: the two
 //                     take turns at the main loop, so one's epilogue runs under the other's.
-//                     mm's final kernel for bf16/fp16 with K <= 2048 (tc_hopper_final_launch).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
@@ -1273,26 +1272,20 @@ void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kPingPong, stream);
 }
 
-// The final kernel: ws_pingpong for bf16/fp16 problems with K <= 2048 whose M and N are
-// multiples of 128 and give every consumer warpgroup a tile (2 per SM), ws_persistent for the
-// rest. Measured on an H100 with torch.mm and the persistent ladder steps timed in alternating
-// order (8 rounds each, medians):
-//   - K <= 2048: pingpong ahead of ws_persistent by 1.5-6% on 8192 x 8192 x 2048 (NT and NN,
-//     the FFN's x @ W1^T and grad_y @ W2), 8192 x 8192 x 1024 and 4096 x 4096 x 2048, and even
-//     on 8192 x 4096 x 2048 (-0.2% to +4.5%). With few k-tiles per tile the epilogue is a large
-//     share of the work, and pingpong runs it under the other consumer's main loop.
-//   - K = 4096-8192: within +-1.5% (ws_persistent ahead on fp16 8192^3 and the K = 8192 FFN
-//     GEMMs), and 20-25% behind on 4097 x 4095 x 4099, where 128 x 128 tiles double the edge
-//     waste of a 128 x 256 tile's one consumer pair.
-// ws_multicast ran within +-3% of ws_persistent on the same shapes, the run-to-run noise: the L2
-// traffic that multicast halves is not what limits these tiles, so neither final path uses it.
-// TF32 stays on ws_persistent (pingpong was not measured better there).
+// The final kernel is ws_persistent. Measured on an H100:
+//   - ws_multicast ran within +-3% of it (bf16, 4096^3, 8192^3 and the FFN shapes in all three
+//     layouts; scripts/tc_sweep.py), the run-to-run noise, with no shape consistently faster: the
+//     L2 traffic that multicast halves is not what limits these tiles.
+//   - ws_pingpong, timed against it on the same buffers call after call (8 interleaved rounds),
+//     ran 1.5-6% ahead where K <= 2048 (8192 x 8192 x 2048 NT and NN, 8192 x 8192 x 1024,
+//     4096 x 4096 x 2048) and within +-1.5% at K = 4096-8192 (20-25% behind on 4097 x 4095 x
+//     4099, where 128 x 128 tiles double the edge waste). But in the benchmark's regime, a new
+//     input set per call (operands not in L2), tc:final running ping-pong for K <= 2048 measured
+//     the FFN's grad_y @ W2 (8192 x 8192 x 2048, NN) at 0.513-0.517 ms in two full runs, against
+//     0.467 ms for ws_persistent, and x @ W1^T no faster (0.431 ms against 0.427 ms). So neither
+//     is chosen.
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
-  const int64_t half_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 128);
-  const bool pingpong = p.type != TcType::kTF32 && p.K <= 2048 && p.M % 128 == 0 &&
-                        p.N % 128 == 0 && half_tiles >= 2 * int64_t(sm_count()) &&
-                        p.tuning.bn == 0 && p.tuning.splits == 0;
-  launch(p, pingpong ? HopperKernel::kPingPong : HopperKernel::kWarpSpecialized, stream);
+  launch(p, HopperKernel::kWarpSpecialized, stream);
 }
 
 }  // namespace gemm
