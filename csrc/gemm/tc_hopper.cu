@@ -1159,19 +1159,18 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
+  // The single-CTA persistent kernels: one block per SM, each walking its work units.
+  auto launch_persistent = [&](auto kernel) {
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int grid = std::min(tiles * p.splits, sms);
+    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
   if (which == HopperKernel::kPingPong) {
     TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
-    auto kernel = wgmma_pingpong_kernel<T, AK, BKm>;
-    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-    const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
-    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
   } else if (ctas == 1) {
-    auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 1>;
-    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-    const int grid = std::min(tiles * p.splits, sms);  // persistent: one block per SM
-    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
   } else {
     // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
     // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
