@@ -112,14 +112,23 @@ def run_tensor_cores(bench):
             _mm(bench, m, n, k, pair, dtype)
     for m in (16, 64, 128):
         _mm(bench, m, 4096, 4096, pair, torch.bfloat16, label="linear", tb=True)
+    from cudasteps import gemm as G
+
+    hopper = torch.cuda.get_device_capability(bench.device) == (9, 0)
     with _tf32():
         for m, n, k in squares + [(4097, 4095, 4099)]:
             _mm(bench, m, n, k, pair, F32, label="TF32")
+        if hopper:
+            # TF32 NN: tc:ws_persistent reads B only after it is transposed (TF32 wgmma reads
+            # shared memory K-major), tc:ws_tf32_rs loads it in place into registers.
+            steps = ("tc:ws_persistent",) + G.TC_TF32_STEPS + ("tc:final",)
+            impls = [("torch", torch.mm)] + [
+                (f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in steps
+            ]
+            _mm(bench, 4096, 4096, 4096, impls, F32, label="TF32 ladder")
     # The tensor-core ladder at 4096^3 bf16 (every step runs every layout; NN here).
-    from cudasteps import gemm as G
-
     steps = G.TC_LADDER
-    if torch.cuda.get_device_capability(bench.device) != (9, 0):
+    if not hopper:
         steps = tuple(v for v in steps if v not in G.TC_HOPPER_STEPS)
     impls = [("torch", torch.mm)] + [(f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in steps]
     _mm(bench, 4096, 4096, 4096, impls, torch.bfloat16, label="ladder")

@@ -125,9 +125,11 @@ def smoke_tensor_cores(dev):
     views (repacked), an addend (addmm), and a split-K shape (a small output with a long K)."""
     gemm = cudasteps.gemm
     hopper = torch.cuda.get_device_capability(dev) == (9, 0)
-    steps = [v for v in gemm.TC_LADDER if hopper or v not in gemm.TC_HOPPER_STEPS]
     tols = {torch.bfloat16: 5e-2, torch.float16: 1e-2, torch.float32: 1e-2}
     for dtype in gemm.TC_DTYPES:
+        steps = [v for v in gemm.TC_LADDER if hopper or v not in gemm.TC_HOPPER_STEPS]
+        if hopper and dtype == torch.float32:
+            steps += list(gemm.TC_TF32_STEPS)  # row-major a and b, and both column-major: one MN-major
         tol = tols[dtype]
         for m, n, k in [(67, 45, 33), (130, 129, 257), (64, 256, 4096)]:
             a = (torch.randn(m, k, device=dev) / k**0.5).to(dtype)

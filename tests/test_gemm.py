@@ -725,3 +725,57 @@ def test_ws_pingpong_many_tiles():
                         out = G.run_ladder("tc:ws_pingpong", layout(a, ta), layout(b, tb))
                         err = rel_err(out, ref)
                         assert err < half_tol(dtype, k), (dtype, m, n, k, ta, tb, err)
+
+
+_RS_REASON = _tc_step_reason("tc:ws_tf32_rs")
+
+
+@pytest.mark.skipif(bool(_RS_REASON), reason=_RS_REASON or "unused")
+def test_ws_tf32_rs():
+    """tc:ws_tf32_rs loads its MN-major operand from shared memory into wgmma's register operand,
+    the tile's rows renumbered so each lane's two rows are neighbours: row-major a @ row-major b
+    (b in registers, the output stored transposed), column-major a @ column-major b (a in
+    registers), and both MN-major (b transposed first). Shapes with several tiles per SM and both
+    tile widths (128 x 256 when the wide tiles fill the SMs), ragged edges in M, N and K, one
+    k-tile and many, misaligned views; tc:final (which runs it for TF32 products needing no
+    split-K) with addmm's full and broadcast addend; and the layouts and dtypes it refuses."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    side = 256 * int((sms) ** 0.5 + 1)  # >= sms tiles of 128 x 256
+    shapes = [
+        (side + 37, side - 51, 200),
+        (1000, 1000, 1000),
+        (67, 45, 33),
+        (1, 1, 1),
+        (130, 260, 7),
+        (300, 129, 4099),
+    ]
+    for i, (m, n, k) in enumerate(shapes):
+        a = make_tensor((m, k), torch.float32, "cuda", seed=100 + i) / k**0.5
+        b = make_tensor((k, n), torch.float32, "cuda", seed=110 + i)
+        ref = ref_mm(a, b)
+        for ta, tb in ((False, False), (True, True), (True, False)):
+            out = G.run_ladder("tc:ws_tf32_rs", layout(a, ta), layout(b, tb))
+            err = rel_err(out, ref)
+            assert out.shape == (m, n) and err < half_tol(torch.float32, k), (m, n, k, ta, tb, err)
+    a = misaligned((45, 77), torch.float32, "cuda", seed=7)
+    b = misaligned((77, 39), torch.float32, "cuda", seed=8)
+    assert rel_err(G.run_ladder("tc:ws_tf32_rs", a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
+    with tf32_mode(True):
+        for i, (m, n, k) in enumerate([(side, side + 3, 1000), (1000, 1000, 1000), (300, 129, 4099)]):
+            a = make_tensor((m, k), torch.float32, "cuda", seed=120 + i) / k**0.5
+            b = make_tensor((k, n), torch.float32, "cuda", seed=130 + i)
+            ref = ref_mm(a, b)
+            for s in (
+                make_tensor((m, n), torch.float32, "cuda", seed=140 + i),
+                make_tensor((n,), torch.float32, "cuda", seed=150 + i),
+            ):
+                for ta in (False, True):
+                    out = cudasteps.addmm(s, layout(a, ta), b, beta=0.5, alpha=-2.0)
+                    err = rel_err(out, 0.5 * s.double().cpu() - 2.0 * ref)
+                    assert err < half_tol(torch.float32, k), (m, n, k, s.dim(), ta, err)
+    a = make_tensor((64, 32), torch.float32, "cuda")
+    w = make_tensor((48, 32), torch.float32, "cuda", seed=1)
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: tc:ws_tf32_rs reads one operand MN-major"):
+        G.run_ladder("tc:ws_tf32_rs", a, w.t())  # both K-major: tc:ws_persistent's layout
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: self must be float32 \(run as TF32\)"):
+        G.run_ladder("tc:ws_tf32_rs", a.bfloat16(), w.t().bfloat16())

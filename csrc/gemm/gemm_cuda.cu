@@ -376,13 +376,15 @@ const char* tc_kernel_name(TcKernel k) {
     case TcKernel::kWsPersistent: return "tc:ws_persistent";
     case TcKernel::kWsMulticast: return "tc:ws_multicast";
     case TcKernel::kWsPingPong: return "tc:ws_pingpong";
+    case TcKernel::kWsTf32Rs: return "tc:ws_tf32_rs";
     default: return "tc:final";
   }
 }
 
 bool is_hopper_kernel(TcKernel k) {
   return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kWsPersistent ||
-         k == TcKernel::kWsMulticast || k == TcKernel::kWsPingPong || k == TcKernel::kFinal;
+         k == TcKernel::kWsMulticast || k == TcKernel::kWsPingPong || k == TcKernel::kWsTf32Rs ||
+         k == TcKernel::kFinal;
 }
 
 bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
@@ -456,10 +458,22 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     CUDASTEPS_CHECK(tc_hopper_available(), "ladder_mm", tc_kernel_name(kernel),
                     " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
                     prop->major, ".", prop->minor);
-    // TF32 wgmma reads K-major operands only: others are transposed once by cudasteps::transpose.
-    // (bf16/fp16 are read in place either way.)
-    if (type == TcType::kTF32 && !a.k_major) a = tc_repack(a_t, a, false, true);
-    if (type == TcType::kTF32 && !b.k_major) b = tc_repack(b_t, b, true, true);
+    // TF32 wgmma reads shared-memory operands K-major only (bf16/fp16 are read in place either
+    // way). tc:ws_tf32_rs, and tc:final where the output needs no split-K, read one MN-major
+    // operand through registers: of two, B is transposed once by cudasteps::transpose. For the
+    // other kernels each MN-major operand is transposed.
+    const bool rs = kernel == TcKernel::kWsTf32Rs ||
+                    (kernel == TcKernel::kFinal && tc_hopper_tf32_rs_wanted(M, N, K));
+    if (type == TcType::kTF32 && rs) {
+      if (!a.k_major && !b.k_major) b = tc_repack(b_t, b, true, true);
+      CUDASTEPS_CHECK(kernel == TcKernel::kFinal || !(a.k_major && b.k_major), "ladder_mm",
+                      "tc:ws_tf32_rs reads one operand MN-major (self column-major or mat2 "
+                      "row-major), got self row-major and mat2 column-major: tc:ws_persistent "
+                      "reads that layout");
+    } else if (type == TcType::kTF32) {
+      if (!a.k_major) a = tc_repack(a_t, a, false, true);
+      if (!b.k_major) b = tc_repack(b_t, b, true, true);
+    }
   }
   if (kernel != TcKernel::kMma) {
     if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
@@ -514,6 +528,7 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     case TcKernel::kWsPersistent: tc_ws_persistent_launch(p, stream); break;
     case TcKernel::kWsMulticast: tc_ws_multicast_launch(p, stream); break;
     case TcKernel::kWsPingPong: tc_ws_pingpong_launch(p, stream); break;
+    case TcKernel::kWsTf32Rs: tc_ws_tf32_rs_launch(p, stream); break;
     default: tc_hopper_final_launch(p, stream); break;
   }
   return out;

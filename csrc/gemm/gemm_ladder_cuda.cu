@@ -35,6 +35,8 @@
 //   tc:ws_multicast        + clusters of two CTAs sharing the B tile through TMA multicast
 //   tc:ws_pingpong         tc:ws_persistent with a tile per consumer warpgroup, the two taking
 //                          turns (one's epilogue under the other's main loop)
+//   tc:ws_tf32_rs          float32 only: TF32 with one MN-major operand (self column-major or
+//                          mat2 row-major) loaded into wgmma's register operand, not transposed
 //   tc:final               the dispatcher's choice (what mm runs for these dtypes)
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -228,7 +230,7 @@ const char* kLadderNames =
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
     "final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, "
     "tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, "
-    "tc:ws_pingpong, tc:final";
+    "tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
 TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
@@ -288,6 +290,10 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     kernel = TcKernel::kWsMulticast;
   } else if (step == "ws_pingpong") {
     kernel = TcKernel::kWsPingPong;
+  } else if (step == "ws_tf32_rs") {
+    CUDASTEPS_CHECK(dtype == at::kFloat, kOp, "self must be float32 (run as TF32) for variant '",
+                    variant, "', got ", dtype);
+    kernel = TcKernel::kWsTf32Rs;
   } else {
     CUDASTEPS_CHECK(step == "final", kOp, "variant must be one of ", kLadderNames, ", got '",
                     variant, "'");

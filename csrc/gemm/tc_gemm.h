@@ -84,8 +84,15 @@ const char* tc_cp_async_config_name(int config);
 
 // True when this build has the Hopper kernels and the current device is compute capability 9.0.
 bool tc_hopper_available();
-// True when the Hopper kernels can take `p` (tc_hopper_available(), TMA-describable operands).
+// True when the Hopper kernels can take `p` (tc_hopper_available(), TMA-describable operands;
+// for TF32 at least one K-major operand).
 bool tc_hopper_supports(const TcProblem& p);
+// True when tc:ws_tf32_rs can take `p`: tc_hopper_supports(p), TF32, exactly one MN-major operand.
+bool tc_hopper_rs_supports(const TcProblem& p);
+// True when tc:final runs a TF32 product of this size with an MN-major operand on
+// tc:ws_tf32_rs (reading that operand in place), i.e. when the output needs no split-K, which
+// tc:ws_tf32_rs does not do; otherwise MN-major TF32 operands are transposed for tc:ws_persistent.
+bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K);
 // Ladder steps tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast (the same kernel in
 // clusters of two CTAs that multicast the shared B tile), tc:ws_pingpong (each consumer warpgroup
 // owns a tile, the two take turns), and the final choice among the persistent kernels.
@@ -94,6 +101,10 @@ void tc_wgmma_tma_launch(const TcProblem& p, cudaStream_t stream);
 void tc_ws_persistent_launch(const TcProblem& p, cudaStream_t stream);
 void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream);
 void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream);
+// tc:ws_tf32_rs: TF32 with one MN-major operand, which each consumer thread loads from shared
+// memory into wgmma's register operand (TF32 wgmma reads shared-memory operands K-major only).
+// Needs tc_hopper_rs_supports(p).
+void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream);
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream);
 
 }  // namespace gemm

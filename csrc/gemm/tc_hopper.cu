@@ -26,13 +26,18 @@
 //                     tc_hopper_final_launch).
 //   tc:ws_pingpong    tc:ws_persistent with a 128 x 128 tile per consumer warpgroup: the two
 //                     take turns at the main loop, so one's epilogue runs under the other's.
+//   tc:ws_tf32_rs     TF32 only, one operand MN-major (mm's row-major B): tc:ws_persistent's
+//                     producer and ring, but each consumer thread loads that operand's fragment
+//                     from shared memory into registers, wgmma's other operand form, instead of
+//                     having the operand transposed first (TF32 wgmma reads shared memory
+//                     K-major only).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
-// layout (the wgmma transpose bits; MN-major tiles are 64-element blocks of k-rows), TF32 ones
-// K-major only (A row-major, B column-major, as linear's x and weight are). Operands must be
-// TMA-describable (16-byte aligned base and leading dimension): tc_hopper_supports() says so,
-// and the dispatcher transposes or repacks the rest.
+// layout (the wgmma transpose bits; MN-major tiles are 128-byte blocks of k-rows), TF32 ones
+// K-major only (A row-major, B column-major, as linear's x and weight are) except through
+// tc:ws_tf32_rs. Operands must be TMA-describable (16-byte aligned base and leading dimension):
+// tc_hopper_supports() says so, and the dispatcher transposes or repacks the rest.
 //
 // Build: this file is compiled for sm_90a only (setup.py gives it -gencode=arch=compute_90a,
 // code=sm_90a when the arch list has 9.0, and defines CUDASTEPS_HOPPER_KERNELS); in a build
@@ -77,7 +82,8 @@ struct HopperCfg {
   // As many stages as fit beside the barriers in 227 KiB: 4 for 128 x 256, 6 for 128 x 128.
   static constexpr int kStages = BN == 256 ? 4 : 6;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
-  // An MN-major operand tile is stored as 64-element MN blocks of BK k-rows of 128 bytes.
+  // An MN-major operand tile is stored as blocks of 128 bytes of MN (64 bf16/fp16, 32 tf32) by BK
+  // k-rows.
   static constexpr int kBlockBytes = BK * 128;
   // Offset of consumer warpgroup w's 64 rows of A: 64 K-major rows, or one MN-major block (the
   // same 8 KiB either way).
@@ -512,7 +518,8 @@ struct HopperParams {
 // ---- operand tiles: TMA boxes and cp.async chunks in the 128-byte swizzle ----
 
 // TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
-// K-major: one box of BK x Rows. MN-major: Rows / 64 boxes of 64 (MN) x BK, one block each.
+// K-major: one box of BK x Rows. MN-major: Rows / BK boxes of BK (MN, 128 bytes) x BK, one block
+// each.
 // cta_mask != 0: multicast to those CTAs of the cluster (tma_load_2d_multicast).
 template <bool KMajor, int Rows, int BK>
 __device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
@@ -527,9 +534,9 @@ __device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, u
   if constexpr (KMajor) {
     box(dst, kt * BK, mn0);
   } else {
-    static_assert(Rows % 64 == 0, "MN-major tiles are whole 64-element blocks");
+    static_assert(Rows % BK == 0, "MN-major tiles are whole 128-byte (BK-element) blocks");
 #pragma unroll
-    for (int blk = 0; blk < Rows / 64; ++blk) box(dst + blk * BK * 128, mn0 + blk * 64, kt * BK);
+    for (int blk = 0; blk < Rows / BK; ++blk) box(dst + blk * BK * 128, mn0 + blk * BK, kt * BK);
   }
 }
 
@@ -541,9 +548,9 @@ template <bool KMajor, int Rows, int BK, int kElemBytes>
 __device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, int64_t ld,
                                               int64_t mn0, int64_t mn_total, int64_t k0,
                                               int64_t K) {
-  static_assert(KMajor || BK * kElemBytes == 128, "MN-major tiles are 64-element blocks of BK rows");
+  static_assert(BK * kElemBytes == 128, "a k-tile is one 128-byte swizzle row");
   constexpr int kElemsPerChunk = 16 / kElemBytes;
-  // K-major: Rows rows (mn) of 8 chunks along k. MN-major: Rows / 64 blocks of BK rows (k) of 8
+  // K-major: Rows rows (mn) of 8 chunks along k. MN-major: Rows / BK blocks of BK rows (k) of 8
   // chunks along mn.
   constexpr int kChunks = Rows * 8;
   for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
@@ -556,7 +563,7 @@ __device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, 
       left = row_mn < mn_total ? (K - k) * kElemBytes : 0;
     } else {
       blk = i / (BK * 8), r = (i / 8) % BK, c = i % 8;
-      row_mn = mn0 + blk * 64 + int64_t(c) * kElemsPerChunk;
+      row_mn = mn0 + blk * BK + int64_t(c) * kElemsPerChunk;
       k = k0 + r;
       left = k < K ? (mn_total - row_mn) * kElemBytes : 0;
     }
@@ -832,6 +839,152 @@ __global__ void __launch_bounds__(384, 1)
   if constexpr (Ctas == 2) cluster_sync();
 }
 
+// ---- tc:ws_tf32_rs: TF32 with one MN-major operand, read into registers ----
+//
+// TF32 wgmma reads shared-memory operands K-major only, so tc:ws_persistent takes mm's usual
+// row-major B only after cudasteps::transpose has rewritten it: a pass over B that cost about a
+// tenth of a 4096^3 TF32 product on an H100. But wgmma can take its A operand from registers, in
+// whatever layout the threads load it. This kernel computes
+//   D[r, s] = sum_k R[r, k] * S[s, k]
+// with S, the K-major operand, read by wgmma from shared memory as in tc:ws_persistent, and R, the
+// MN-major one, brought by TMA in BK-element MN blocks and loaded by each consumer thread into its
+// wgmma fragment. kSwap picks the roles:
+//   kSwap:  R = B (row-major, k-rows of n), S = A (row-major): D = C^T, stored as C[s, r]
+//           (mm(a, b) of two row-major matrices);
+//   !kSwap: R = A (column-major, e.g. x.t()), S = B (column-major, e.g. w.t()): D = C.
+// The producer, the ring and the tile order are tc:ws_persistent's (no split-K, no clusters).
+//
+// Fragments: a warp's part of wgmma's tf32 A operand (m64 k8) is rows 16w + l/4 and 16w + l/4 + 8
+// at columns l%4 and l%4 + 4 (lane l). The rows of the tile are renumbered so that lane l's two
+// rows are neighbours in memory (one 8-byte load per k-row) and the 16 lanes of a half-warp, which
+// read k-rows l%4 (or l%4 + 4) of the 128-byte swizzle (16-byte chunk c of k-row k stored at
+// c ^ (k % 8)), hit 16 different 8-byte bank pairs: lane l of warp w takes rows
+// rs_row(w, l/4) and rs_row(w, l/4) + 1 of the consumer warpgroup's 64 (rs_row below). The
+// epilogue undoes the renumbering: the two neighbours are two adjacent outputs of C (one 8-byte
+// store) when kSwap, two adjacent rows otherwise.
+template <int BN>
+using RsCfg = HopperCfg<TcType::kTF32, BN>;
+
+// 16-byte chunk, within its 128-byte k-row, of the two rows warp w's lane group g (= lane / 4)
+// loads; they are floats 2 (g % 2) and 2 (g % 2) + 1 of the chunk. The 8 groups of a warp take 4
+// chunks; warps 2q and 2q + 1 share the 32-row MN block q.
+__device__ __forceinline__ int rs_chunk(int warp, int g) {
+  return 2 * (warp % 2) + g / 4 + 4 * ((g / 2) % 2);
+}
+
+// First of the two tile rows (of a consumer warpgroup's 64) that lane group g of warp w holds.
+__device__ __forceinline__ int rs_row(int warp, int g) {
+  return 32 * (warp / 2) + 4 * rs_chunk(warp, g) + 2 * (g % 2);
+}
+
+// 8 bytes of shared memory (a lane's two rows at one k) as two tf32 fragment registers.
+__device__ __forceinline__ void lds_pair(uint32_t addr, uint32_t& lo, uint32_t& hi) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(hi) : "r"(addr) : "memory");
+}
+
+template <int BN, bool kSwap>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_ws_rs_kernel(const __grid_constant__ CUtensorMap map_r,
+                       const __grid_constant__ CUtensorMap map_s, const HopperParams p,
+                       const Epilogue<TcType::kTF32> ep) {
+  constexpr TcType T = TcType::kTF32;
+  using Cfg = RsCfg<BN>;
+  constexpr int S = Cfg::kStages;
+  static_assert(Cfg::kKSteps == 4, "a k-tile is four k8 steps: 16 fragment registers");
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + S * Cfg::kStageBytes);
+  uint64_t* empty = full + S;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // each consumer warp, once read
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int units = p.raster.count();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+#endif
+    if (threadIdx.x == 0) {
+      produce_tiles<T, BN, false, true, 1>(&map_r, &map_s, p, ring, full, empty, 0,
+                                           int(blockIdx.x), int(gridDim.x));
+    }
+    return;
+  }
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#endif
+  const int cwg = wg - 1;  // which 64 rows of R's 128-row tile
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // This lane's 8 bytes of k-rows t and t + 4 (then 8 and 12, ...: 1024 bytes per k8 step) in a
+  // stage's R tile: MN block 2 cwg + warp / 2, chunk rs_chunk swizzled by the k-row.
+  const int chunk = rs_chunk(warp, g);
+  const uint32_t block = uint32_t(2 * cwg + warp / 2) * Cfg::kBlockBytes + 8 * (g % 2);
+  const uint32_t frag_lo = block + t * 128 + ((chunk ^ t) * 16);
+  const uint32_t frag_hi = block + (t + 4) * 128 + ((chunk ^ (t + 4)) * 16);
+  const bool releaser = lane == 0;
+  int stage = 0, phase = 0;
+  float d[Cfg::kAccs];
+  uint32_t f[16];  // the k-tile's fragments: 4 registers per k8 step
+  for (int unit = int(blockIdx.x); unit < units; unit += int(gridDim.x)) {
+    int tr, ts;
+    p.raster.coords(unit, tr, ts);
+    zero(d);
+    for (int kt = 0; kt < p.k_tiles; ++kt) {
+      mbar_wait(&full[stage], phase);
+      const uint32_t base = smem_u32(ring + stage * Cfg::kStageBytes);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        lds_pair(base + frag_lo + s * 1024, f[4 * s], f[4 * s + 1]);
+        lds_pair(base + frag_hi + s * 1024, f[4 * s + 2], f[4 * s + 3]);
+      }
+      const uint64_t desc = sw128_desc<true>(ring + stage * Cfg::kStageBytes + Cfg::kABytes, 0);
+      keep_live(d);
+      wgmma_fence();
+#ifdef CUDASTEPS_SM90A_DEVICE
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const uint64_t ds = desc + s * desc_k_step<true, Cfg::kMmaK>();
+        if constexpr (BN == 256) {
+          wgmma_m64n256k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
+        } else {
+          wgmma_m64n128k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
+        }
+      }
+#endif
+      wgmma_commit();
+      // Each k-tile's wgmmas are retired before the next k-tile's fragments are loaded, and its
+      // stage is handed back at once. Keeping them in flight across the loads instead (as
+      // tc:ws_persistent does, with two register sets) makes ptxas serialize every wgmma (C7513:
+      // it cannot tell which commit group still reads a register): 4096^3 and 8192^3 ran 7-13%
+      // slower on an H100. While
+      // one consumer warpgroup waits, the other's wgmmas keep the tensor cores busy.
+      wgmma_wait<0>();
+      keep_live(d);
+      if (releaser) mbar_arrive(&empty[stage]);
+      if (++stage == S) stage = 0, phase ^= 1;
+    }
+    // Accumulator d[4j + 2h + c]: row 16 warp + g + 8h of the warpgroup's 64 (renumbered: tile row
+    // r0 + h), column 8j + 2t + c of S's BN.
+    const int64_t r0 = int64_t(tr) * Cfg::BM + cwg * 64 + rs_row(warp, g);
+    const int64_t s0 = int64_t(ts) * BN + 2 * t;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      if constexpr (kSwap) {
+        ep.store_pair(s0 + 8 * j, r0, d[4 * j], d[4 * j + 2]);
+        ep.store_pair(s0 + 8 * j + 1, r0, d[4 * j + 1], d[4 * j + 3]);
+      } else {
+        ep.store_pair(r0, s0 + 8 * j, d[4 * j], d[4 * j + 1]);
+        ep.store_pair(r0 + 1, s0 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+      }
+    }
+  }
+}
+
 // ---- tc:ws_pingpong: the two consumer warpgroups take turns, one tile each ----
 
 // Named barriers of the ping-pong schedule (0 is __syncthreads's; 1 and 2 are the consumer
@@ -999,7 +1152,7 @@ EncodeTiledFn encode_tiled() {
 
 // An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
 // (r, k) at base[r * ld + k]) boxes of BK x box_rows; MN-major (element (r, k) at base[k * ld + r])
-// boxes of 64 x BK. Out-of-bounds box elements arrive as zeros.
+// boxes of BK x BK (128 bytes of MN by BK k-rows). Out-of-bounds box elements arrive as zeros.
 CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int64_t K, int64_t ld,
                                TcType type, int box_rows) {
   const int eb = tc_elem_bytes(type);
@@ -1010,7 +1163,7 @@ CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(k_major ? K : rows), cuuint64_t(k_major ? rows : K)};
   const cuuint64_t strides[1] = {cuuint64_t(ld) * eb};
-  const cuuint32_t box[2] = {cuuint32_t(k_major ? bk : 64), cuuint32_t(k_major ? box_rows : bk)};
+  const cuuint32_t box[2] = {cuuint32_t(bk), cuuint32_t(k_major ? box_rows : bk)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = encode_tiled()(&map, dtype, 2, const_cast<void*>(base), dims, strides, box,
                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -1194,6 +1347,56 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
 }
 
+// tc:ws_tf32_rs (kSwap: R = B, S = A; else R = A, S = B): one block per SM over the raster of
+// R x S tiles, never split along K.
+template <int BN, bool kSwap>
+void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
+  constexpr TcType T = TcType::kTF32;
+  using Cfg = RsCfg<BN>;
+  const void* r_ptr = kSwap ? pr.b : pr.a;
+  const void* s_ptr = kSwap ? pr.a : pr.b;
+  const int64_t ldr = kSwap ? pr.ldb : pr.lda, lds = kSwap ? pr.lda : pr.ldb;
+  const int64_t rows_r = kSwap ? pr.N : pr.M, rows_s = kSwap ? pr.M : pr.N;
+  HopperParams p = {};
+  p.M = pr.M;
+  p.N = pr.N;
+  p.K = pr.K;
+  p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
+  const int64_t tiles_r = ceil_div<int64_t>(rows_r, Cfg::BM), tiles_s = ceil_div<int64_t>(rows_s, BN);
+  TORCH_CHECK(tiles_r * tiles_s <= INT_MAX, "cudasteps.mm: the output [", pr.M, ", ", pr.N,
+              "] has too many tiles of ", Cfg::BM, " x ", BN);
+  p.raster.tiles_m = int(tiles_r);
+  p.raster.tiles_n = int(tiles_s);
+  p.raster.group = 8;
+  p.splits = 1;
+  p.k_tiles_per_split = p.k_tiles;
+  const CUtensorMap map_r = operand_tensor_map(r_ptr, false, rows_r, pr.K, ldr, T, Cfg::BM);
+  const CUtensorMap map_s = operand_tensor_map(s_ptr, true, rows_s, pr.K, lds, T, BN);
+  auto kernel = wgmma_ws_rs_kernel<BN, kSwap>;
+  tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+  const int grid = std::min(p.raster.count(), sm_count());
+  kernel<<<grid, 384, Cfg::kSmemBytes, stream>>>(map_r, map_s, p, Epilogue<T>::from(pr));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The tile width of tc:ws_tf32_rs: 256 along S when that still gives every SM a tile.
+int rs_bn(const TcProblem& p) {
+  const int64_t rows_r = p.a_kmajor ? p.N : p.M, rows_s = p.a_kmajor ? p.M : p.N;
+  if (p.tuning.bn != 0) return p.tuning.bn;
+  return ceil_div<int64_t>(rows_r, 128) * ceil_div<int64_t>(rows_s, 256) >= sm_count() ? 256 : 128;
+}
+
+void launch_rs(const TcProblem& p, cudaStream_t stream) {
+  TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
+  const bool swap = p.a_kmajor;  // A K-major, B MN-major: B is the register operand
+  const int bn = rs_bn(p);
+  if (swap) {
+    bn == 256 ? launch_rs_typed<256, true>(p, stream) : launch_rs_typed<128, true>(p, stream);
+  } else {
+    bn == 256 ? launch_rs_typed<256, false>(p, stream) : launch_rs_typed<128, false>(p, stream);
+  }
+}
+
 // 128 x 256 tiles when they still give every SM a tile, else 128 x 128 (twice the tiles).
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
@@ -1226,6 +1429,9 @@ void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
 
 void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
+  // An MN-major TF32 operand goes to launch_rs (or is transposed by the dispatcher).
+  TORCH_CHECK(p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor),
+              "cudasteps.mm: the shared-memory TF32 kernels read K-major operands only");
   switch (p.type) {
     case TcType::kBF16: return launch_type<TcType::kBF16>(p, which, stream);
     case TcType::kFP16: return launch_type<TcType::kFP16>(p, which, stream);
@@ -1245,10 +1451,24 @@ bool tc_hopper_available() {
 }
 
 bool tc_hopper_supports(const TcProblem& p) {
-  // TMA coordinates are 32-bit; TF32 wgmma reads K-major operands only.
-  const bool layouts_ok = p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor);
+  // TMA coordinates are 32-bit. TF32 wgmma reads shared-memory operands K-major only: one
+  // MN-major operand is read through registers (tc:ws_tf32_rs), two are not read.
+  const bool layouts_ok = p.type != TcType::kTF32 || p.a_kmajor || p.b_kmajor;
   return tc_hopper_available() && tc_operands_16b_aligned(p) && layouts_ok && p.M < INT_MAX &&
          p.N < INT_MAX && p.K < INT_MAX;
+}
+
+bool tc_hopper_rs_supports(const TcProblem& p) {
+  return tc_hopper_supports(p) && p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor;
+}
+
+bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
+  // tc:ws_persistent's tiles and split-K choice (launch_layout, launch_typed) for this size.
+  const int sms = sm_count();
+  const int64_t wide = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 256);
+  const int64_t tiles = wide >= sms ? wide : ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 128);
+  if (tiles > INT_MAX / kSplitMax) return false;
+  return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sms) == 1;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
@@ -1271,6 +1491,8 @@ void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
   launch(p, HopperKernel::kPingPong, stream);
 }
 
+void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream) { launch_rs(p, stream); }
+
 // The final kernel is ws_persistent. Measured on an H100:
 //   - ws_multicast ran within +-3% of it (bf16, 4096^3, 8192^3 and the FFN shapes in all three
 //     layouts; scripts/tc_sweep.py), the run-to-run noise, with no shape consistently faster: the
@@ -1283,8 +1505,18 @@ void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
 //     the FFN's grad_y @ W2 (8192 x 8192 x 2048, NN) at 0.513-0.517 ms in two full runs, against
 //     0.467 ms for ws_persistent, and x @ W1^T no faster (0.431 ms against 0.427 ms). So neither
 //     is chosen.
+//
+// TF32 with one MN-major operand (mm of two row-major matrices) runs tc:ws_tf32_rs, which reads
+// that operand through registers instead of having it transposed first. On an H100 (fresh inputs
+// per call, two rounds) 4096^3 NN took 0.424-0.443 ms against 0.460-0.466 ms for the transpose
+// and tc:ws_persistent, 8192^3 3.26-3.30 ms against 3.37 ms. (The dispatcher only sends it
+// products that need no split-K: tc_hopper_tf32_rs_wanted.)
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
-  launch(p, HopperKernel::kWarpSpecialized, stream);
+  if (p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor) {
+    launch_rs(p, stream);
+  } else {
+    launch(p, HopperKernel::kWarpSpecialized, stream);
+  }
 }
 
 }  // namespace gemm

@@ -91,7 +91,18 @@ TC_LADDER = (
     "tc:ws_pingpong",
     "tc:final",
 )
-TC_HOPPER_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_persistent", "tc:ws_multicast", "tc:ws_pingpong")
+TC_HOPPER_STEPS = (
+    "tc:wgmma",
+    "tc:wgmma_tma",
+    "tc:ws_persistent",
+    "tc:ws_multicast",
+    "tc:ws_pingpong",
+    "tc:ws_tf32_rs",
+)
+# Hopper steps for float32 (TF32) alone, outside TC_LADDER: tc:ws_tf32_rs reads one MN-major
+# operand (a column-major ``a`` or a row-major ``b``) into wgmma's register operand instead of
+# transposing it. tc:final runs it for such TF32 products when the output needs no split-K.
+TC_TF32_STEPS = ("tc:ws_tf32_rs",)
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
