@@ -10,8 +10,9 @@ SHAPES = (128, 256)  # N of m64nNk16 (bf16, fp16) and m64nNk8 (tf32)
 TYPES = (("bf16", "bf16", 16), ("fp16", "f16", 16), ("tf32", "tf32", 8))  # name, PTX type, K
 
 
-def wrapper(n: int, name: str, ptx: str, k: int) -> str:
-    nacc = n // 2
+def accumulator_operands(nacc: int) -> tuple[list[str], list[str]]:
+    """The asm lines naming the nacc accumulators: "%0, %1, ..." in the instruction, 16 a line, and
+    their "+f"(d[i]) operands, 8 a line."""
     regs = [
         '      "'
         + ", ".join(f"%{i}" for i in range(b, min(b + 16, nacc)))
@@ -24,6 +25,12 @@ def wrapper(n: int, name: str, ptx: str, k: int) -> str:
         + ("," if b + 8 < nacc else "")
         for b in range(0, nacc, 8)
     ]
+    return regs, outs
+
+
+def wrapper(n: int, name: str, ptx: str, k: int) -> str:
+    nacc = n // 2
+    regs, outs = accumulator_operands(nacc)
     # 16-bit types take the transpose immediates: 0 reads the operand K-major, 1 MN-major (a
     # template argument each); tf32 reads K-major only and has none.
     half = name != "tf32"
@@ -52,18 +59,7 @@ def wrapper_rs_tf32(n: int) -> str:
     """m64nNk8 tf32 with A from registers (4 per thread: the warp's 16 x 8 fragment, rows
     lane / 4 and lane / 4 + 8, columns lane % 4 and lane % 4 + 4) and B from shared memory."""
     nacc = n // 2
-    regs = [
-        '      "'
-        + ", ".join(f"%{i}" for i in range(b, min(b + 16, nacc)))
-        + (', "' if b + 16 < nacc else '"')
-        for b in range(0, nacc, 16)
-    ]
-    outs = [
-        "        "
-        + ", ".join(f'"+f"(d[{i}])' for i in range(b, min(b + 8, nacc)))
-        + ("," if b + 8 < nacc else "")
-        for b in range(0, nacc, 8)
-    ]
+    regs, outs = accumulator_operands(nacc)
     return "\n".join(
         [
             f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32_rs(float (&d)[{nacc}], uint32_t a0,",

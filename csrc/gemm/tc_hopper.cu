@@ -687,6 +687,21 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
   }
 }
 
+// The register split of the warp-specialized kernels (384 threads, one CTA per SM): the producer
+// warpgroup, where one thread issues the TMA, gives registers back; each consumer warpgroup takes
+// them for its accumulators (128 x 40 + 256 x 232 registers fit the SM's 64K).
+__device__ __forceinline__ void producer_registers() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+#endif
+}
+
+__device__ __forceinline__ void consumer_registers() {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#endif
+}
+
 // The k-tiles [kb, ke) of work unit `unit` (its tile is unit / p.splits, its k range unit % splits).
 __device__ __forceinline__ void unit_k_range(const HopperParams& p, int unit, int& kb, int& ke) {
   kb = (unit % p.splits) * p.k_tiles_per_split;
@@ -769,17 +784,13 @@ __global__ void __launch_bounds__(384, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
-#ifdef CUDASTEPS_SM90A_DEVICE
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-#endif
+    producer_registers();
     if (threadIdx.x == 0) {
       produce_tiles<T, BN, AK, BKm, Ctas>(&map_a, &map_b, p, ring, full, empty, rank, first_unit,
                                           unit_step);
     }
   } else {
-#ifdef CUDASTEPS_SM90A_DEVICE
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-#endif
+    consumer_registers();
     const int cwg = wg - 1;  // which 64-row half of the tile
     const bool releaser = threadIdx.x % 32 == 0;
     auto release = [&](int s) {
@@ -906,18 +917,14 @@ __global__ void __launch_bounds__(384, 1)
   const int units = p.raster.count();
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
-#ifdef CUDASTEPS_SM90A_DEVICE
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-#endif
+    producer_registers();
     if (threadIdx.x == 0) {
       produce_tiles<T, BN, false, true, 1>(&map_r, &map_s, p, ring, full, empty, 0,
                                            int(blockIdx.x), int(gridDim.x));
     }
     return;
   }
-#ifdef CUDASTEPS_SM90A_DEVICE
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-#endif
+  consumer_registers();
   const int cwg = wg - 1;  // which 64 rows of R's 128-row tile
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // This lane's 8 bytes of k-rows t and t + 4 (then 8 and 12, ...: 1024 bytes per k8 step) in a
@@ -1037,16 +1044,12 @@ __global__ void __launch_bounds__(384, 1)
   const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
-#ifdef CUDASTEPS_SM90A_DEVICE
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-#endif
+    producer_registers();
     if (threadIdx.x == 0) {
       produce_tiles<T, BN, AK, BKm, 1>(&map_a, &map_b, p, ring, full, empty, 0, first_unit, unit_step);
     }
   } else {
-#ifdef CUDASTEPS_SM90A_DEVICE
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-#endif
+    consumer_registers();
     const int c = wg - 1;  // this warpgroup takes the CTA's tiles c, c + 2, c + 4, ...
     const bool releaser = threadIdx.x % 32 == 0;
     int stage = 0, phase = 0;  // the ring position of the next k-tile in the CTA's sequence
