@@ -46,9 +46,11 @@
 // Operands TMA / cp.async cannot read in place (base or leading dimension not 16-byte aligned) are
 // first repacked by cudasteps::copy_ into a buffer whose rows are padded to 16 bytes: one pass over
 // the operand, small next to the product, and it lets ragged shapes (K = 4099) run the fast kernels.
-// TF32 wgmma reads K-major operands only: other TF32 layouts are written K-major into such a
-// buffer by cudasteps::transpose_ (one pass when the rows need no padding; into padded rows
-// transpose_ stages through a contiguous buffer, a second pass).
+// TF32 wgmma reads shared-memory operands K-major only. One MN-major TF32 operand (mm's row-major
+// B) is read in place through registers by tc:ws_tf32_rs, where the output needs no split-K;
+// otherwise MN-major TF32 operands are written K-major into such a buffer by cudasteps::transpose_
+// (one pass when the rows need no padding; into padded rows transpose_ stages through a
+// contiguous buffer, a second pass).
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
