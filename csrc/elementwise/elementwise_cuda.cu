@@ -260,7 +260,6 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
                    int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
   using Acc = at::opmath_type<T>;
-  constexpr int kUnroll = kRowUnroll;
   __shared__ Acc column_sums[kThreads * VEC];
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
@@ -273,22 +272,22 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
   if (active) {
     Acc vv[VEC];
     load_feature<T, VEC>(v, v_is_float, c0, vv);
-    const int64_t chunk_rows = int64_t(row_threads) * kUnroll;
+    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
     for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
          base += int64_t(gridDim.y) * chunk_rows) {
-      // 2 x kUnroll loads issued before the first use. Rows past the end (last chunk only)
+      // 2 x kRowUnroll loads issued before the first use. Rows past the end (last chunk only)
       // load the last row instead, so the loads need no predicate; their d is neither stored nor
       // summed.
-      V gin[kUnroll];
-      [[maybe_unused]] V ain[kUnroll];
+      V gin[kRowUnroll];
+      [[maybe_unused]] V ain[kRowUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kRowUnroll; ++u) {
         const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
         gin[u] = *reinterpret_cast<const V*>(g + r * cols + c0);
         if constexpr (kHasA) ain[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kRowUnroll; ++u) {
         const int64_t r = base + int64_t(u) * row_threads;
         const bool valid = r < rows;
         [[maybe_unused]] V o;

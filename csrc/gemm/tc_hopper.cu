@@ -1350,6 +1350,14 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   }
 }
 
+// The tile width of the persistent kernels for a rows x cols output in 128-row tiles: 256 when
+// those wider tiles still give every SM one, else 128 (twice the tiles). `forced` (a ladder
+// variant's bn<128|256>) wins when non-zero.
+int persistent_bn(int64_t rows, int64_t cols, int forced) {
+  if (forced != 0) return forced;
+  return ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256) >= sm_count() ? 256 : 128;
+}
+
 // tc:ws_tf32_rs (kSwap: R = B, S = A; else R = A, S = B): one block per SM over the raster of
 // R x S tiles, never split along K.
 template <int BN, bool kSwap>
@@ -1382,17 +1390,11 @@ void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The tile width of tc:ws_tf32_rs: 256 along S when that still gives every SM a tile.
-int rs_bn(const TcProblem& p) {
-  const int64_t rows_r = p.a_kmajor ? p.N : p.M, rows_s = p.a_kmajor ? p.M : p.N;
-  if (p.tuning.bn != 0) return p.tuning.bn;
-  return ceil_div<int64_t>(rows_r, 128) * ceil_div<int64_t>(rows_s, 256) >= sm_count() ? 256 : 128;
-}
-
 void launch_rs(const TcProblem& p, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
   const bool swap = p.a_kmajor;  // A K-major, B MN-major: B is the register operand
-  const int bn = rs_bn(p);
+  // 128-row tiles along R, BN along S.
+  const int bn = swap ? persistent_bn(p.N, p.M, p.tuning.bn) : persistent_bn(p.M, p.N, p.tuning.bn);
   if (swap) {
     bn == 256 ? launch_rs_typed<256, true>(p, stream) : launch_rs_typed<128, true>(p, stream);
   } else {
@@ -1400,13 +1402,12 @@ void launch_rs(const TcProblem& p, cudaStream_t stream) {
   }
 }
 
-// 128 x 256 tiles when they still give every SM a tile, else 128 x 128 (twice the tiles).
+// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup).
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
-  const int64_t wide_tiles = ceil_div<int64_t>(p.M, 128) * ceil_div<int64_t>(p.N, 256);
   if (which == HopperKernel::kPingPong) {
     launch_typed<T, 128, AK, BKm>(p, which, stream);  // each consumer warpgroup: 128 x 128
-  } else if (p.tuning.bn != 0 ? p.tuning.bn == 256 : wide_tiles >= sm_count()) {
+  } else if (persistent_bn(p.M, p.N, p.tuning.bn) == 256) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
     launch_typed<T, 128, AK, BKm>(p, which, stream);
@@ -1467,11 +1468,9 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
   // tc:ws_persistent's tiles and split-K choice (launch_layout, launch_typed) for this size.
-  const int sms = sm_count();
-  const int64_t wide = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 256);
-  const int64_t tiles = wide >= sms ? wide : ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 128);
+  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
   if (tiles > INT_MAX / kSplitMax) return false;
-  return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sms) == 1;
+  return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
