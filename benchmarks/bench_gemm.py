@@ -214,8 +214,11 @@ def run(bench):
         "gemm",
         "fp32 SGEMM, TF32 off for torch. Ladder steps after `double_buffer`: a multistage cp.async "
         "ring (`cp_async_multistage`), + register double-buffered fragments, + shared-memory staged "
-        "epilogue, + grouped tile order (`swizzled_raster`). `ladder:cfg:<name>` rows run one config "
-        "of the final kernel's table by name (`cp<stages>_*`: the multistage kernel; `:s<S>` = split-K "
+        "epilogue, + grouped tile order (`swizzled_raster`); then `cp_async_kmajor`: the tile kernel's "
+        "cp.async ring, k-major tiles filled by 4-byte copies that transpose A, the copies spread over "
+        "the slice. `ladder:cfg:<name>` rows run one config "
+        "of the final kernel's table by name (`cp<stages>_*`: the multistage kernel, `ring<stages>_*`: "
+        "the k-major ring; `:s<S>` = split-K "
         "by S); the dispatcher (`cudasteps`) picks by shape from the measured table. "
         "FP32 FFMA peak of the H100 SXM: 66.9 TFLOP/s.",
     )

@@ -97,7 +97,7 @@ def smoke_gemm(dev):
         check(f"ladder mm {v}", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4)
     # The multistage cp.async kernels take 16-byte aligned rows only (K = 70 above falls back):
     # ragged edges with K, N multiples of 4; then padded row pitches (a partial last 16-byte chunk
-    # per row, zero-filled) in every layout, for each multistage config.
+    # per row, zero-filled) in every layout, for each cp.async config (both kernels).
     a = torch.randn(131, 68, device=dev)
     b = torch.randn(68, 132, device=dev)
     for v in cudasteps.gemm.MULTISTAGE_STEPS:
@@ -108,7 +108,7 @@ def smoke_gemm(dev):
         "NN": (torch.randn(131, 68, device=dev)[:, :66], torch.randn(66, 136, device=dev)[:, :130]),
         "TT": (torch.randn(66, 132, device=dev)[:, :131].t(), torch.randn(130, 68, device=dev)[:, :66].t()),
     }
-    for c in cudasteps.gemm.MULTISTAGE_CONFIGS:
+    for c in cudasteps.gemm.MULTISTAGE_CONFIGS + cudasteps.gemm.RING_CONFIGS:
         for lay, (a, b) in views.items():
             want = a.double() @ b.double()
             check(

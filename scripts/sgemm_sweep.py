@@ -36,6 +36,8 @@ SHAPES = [
     ("skinny M", 128, 8192, 8192, "NN"),
     ("skinny N", 8192, 128, 8192, "NN"),
     ("short K", 8192, 8192, 128, "NN"),
+    ("square NT", 4096, 4096, 4096, "NT"),
+    ("square TN", 4096, 4096, 4096, "TN"),
     ("linear x @ W^T", 16384, 4096, 4096, "NT"),
     # The FFN 2048 -> 8192 -> 2048 on 8192 rows: forward and backward GEMMs as autograd runs them.
     ("FFN fwd x @ W1^T", 8192, 8192, 2048, "NT"),
@@ -85,7 +87,8 @@ def candidates(m, n, k):
     out = []
     for c in G.CONFIGS:
         out.append((f"cfg:{c}", c, 1))
-        bm, bn = (int(x) for x in c.split("_")[1 if c.startswith("cp") else 0].split("x")[:2])
+        tile = next(part for part in c.split("_") if part.count("x") == 2)  # BMxBNxBK
+        bm, bn = (int(x) for x in tile.split("x")[:2])
         tiles = -(-m // bm) * -(-n // bn)
         if tiles < sms and k >= 1024:
             out += [(f"cfg:{c}:s{s}", c, s) for s in SPLITS if k // s >= 256]

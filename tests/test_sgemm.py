@@ -1,6 +1,6 @@
-"""The multistage cp.async SGEMM (csrc/gemm/sgemm_multistage.cuh): its ladder steps and configs on
-ragged shapes, every layout, padded and misaligned views, split-K; numerics against cuBLAS; the
-dispatch table (csrc/gemm/sgemm_table.inc)."""
+"""The cp.async SGEMMs (csrc/gemm/sgemm_multistage.cuh, and the ring of csrc/gemm/gemm_tiles.cuh):
+their ladder steps and configs on ragged shapes, every layout, padded and misaligned views,
+split-K; numerics against cuBLAS; the dispatch table (csrc/gemm/sgemm_table.inc)."""
 
 import pathlib
 import re
@@ -17,9 +17,10 @@ F32_TOL = 1e-5
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
 
-MS_VARIANTS = G.MULTISTAGE_STEPS + tuple(f"cfg:{c}" for c in G.MULTISTAGE_CONFIGS)
+CP_ASYNC_CONFIGS = G.MULTISTAGE_CONFIGS + G.RING_CONFIGS
+MS_VARIANTS = G.MULTISTAGE_STEPS + tuple(f"cfg:{c}" for c in CP_ASYNC_CONFIGS)
 # cfg variants run any layout; the steps take contiguous (row-major) operands only.
-MS_CFG_VARIANTS = tuple(f"cfg:{c}" for c in G.MULTISTAGE_CONFIGS)
+MS_CFG_VARIANTS = tuple(f"cfg:{c}" for c in CP_ASYNC_CONFIGS)
 
 # Not multiples of any tile (BM/BN 64..256, BK 8/16), with K and N multiples of 4 so that the
 # row-major operands are read by the cp.async kernel itself (16-byte aligned rows).
@@ -126,8 +127,10 @@ def test_sweep_emit_format(tmp_path):
 
 def test_multistage_names():
     assert G.MULTISTAGE_CONFIGS and all(c in G.CONFIGS for c in G.MULTISTAGE_CONFIGS)
+    assert G.RING_CONFIGS and all(c in G.CONFIGS for c in G.RING_CONFIGS)
     ladder = G.LADDER
     assert ladder.index("double_buffer") < ladder.index("cp_async_multistage") < ladder.index("final")
+    assert ladder.index("swizzled_raster") < ladder.index("cp_async_kmajor") < ladder.index("final")
     assert all(s in ladder for s in G.MULTISTAGE_STEPS)
 
 
@@ -214,7 +217,7 @@ def test_multistage_repacks_unaligned_large(tb):
 
 
 @requires_cuda
-@pytest.mark.parametrize("config", G.MULTISTAGE_CONFIGS)
+@pytest.mark.parametrize("config", CP_ASYNC_CONFIGS)
 @pytest.mark.parametrize("splits", [2, 3, 7])
 def test_multistage_split_k(config, splits):
     m, n, k = 190, 132, 2052

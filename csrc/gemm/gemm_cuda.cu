@@ -1,6 +1,7 @@
-// CUDA mm / addmm / linear: the tuned SGEMMs (gemm_tiles.cuh: register-staged double buffer;
-// sgemm_multistage.cuh: multistage cp.async ring) behind one config table, chosen per shape from a
-// measured table (sgemm_table.inc), a simple tiled float64 kernel, and deterministic split-K.
+// CUDA mm / addmm / linear: the tuned SGEMMs (gemm_tiles.cuh: register-staged double buffer, or a
+// cp.async ring into k-major tiles; sgemm_multistage.cuh: multistage cp.async ring into
+// layout-preserving tiles) behind one config table, chosen per shape from a measured table
+// (sgemm_table.inc), a simple tiled float64 kernel, and deterministic split-K.
 //
 // Layouts. Each operand is read in place when one of its strides is 1 (row- or column-major, with
 // any leading dimension): the kernel template is instantiated for all four combinations (NN, NT,
@@ -35,6 +36,16 @@
 //   128x128x16_w64x64_t8x16 128 threads (4 warps), 8x16 per thread, 2 blocks per SM (235-250
 //                           of 255 registers, no spills), KUnroll = 1 (2 spills 24-28 bytes),
 //                           33 KiB shared memory.
+//   ring3_128x256x8_w64x64_t8x16  sgemm_kernel's cp.async ring (Stages = 3): the 128x256x8 tile
+//                           with no register staging, K-contiguous operands transposed by 4-byte
+//                           copies into k-major tiles, the copies spread over the slice's k steps,
+//                           37 KiB shared memory. 207-214 registers with a row-major B; a
+//                           K-contiguous B (8 4-byte copies per thread per slice) spills 44-72
+//                           bytes.
+//   ring4_256x128x8_w64x64_t16x8  the same with the transposed tile and 4 stages (49 KiB): with
+//                           a column-major A (a weight gradient g^T @ x) and a row-major B both
+//                           tiles are 16-byte copies. 225 registers with a column-major A; a
+//                           row-major A (8 4-byte copies per thread per slice) spills 52-56 bytes.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
 // scripts/sgemm_sweep.py --emit), see choose_config for the rule between measured shapes.
 //
@@ -86,11 +97,17 @@ using CfgSmall = TileConfig<64, 64, 16, 32, 32, 8, 4, 2, true, 4, 16>;
 using CfgWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 2, true, 1, 8>;
 using CfgTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 2, true, 1, 8>;
 using CfgW64x64 = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, true, 2, 1>;
+// The cp.async ring (Stages >= 3, sm_80+): the k loop is always fully unrolled there.
+using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8>;
+using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 4, true, 1, 8>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
   auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
-  if constexpr (Cfg::kSmemBytes > 48 * 1024) {
+  if constexpr (Cfg::Stages >= 3) {
+    // The ring's shared memory can pass 48 KiB (and the whole carveout goes to shared memory).
+    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+  } else if constexpr (Cfg::kSmemBytes > 48 * 1024) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         int(Cfg::kSmemBytes)));
   }
@@ -139,6 +156,8 @@ const ConfigEntry kConfigs[] = {
     entry<CfgWide>("128x256x8_w64x64_t8x16"),
     entry<CfgTall>("256x128x8_w64x64_t16x8"),
     entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
+    entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
+    entry<CfgRingTall>("ring4_256x128x8_w64x64_t16x8"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 constexpr int kMainConfig = 0;
@@ -216,15 +235,20 @@ double log2_ratio(int64_t a, int64_t b) {
 
 // Chooses by the measured table:
 //   * the row whose shape is nearest to (M, N, K) in log2 distance |log2 M/Mr| + |log2 N/Nr| +
-//     |log2 K/Kr|, plus 1/2 when its layout differs (a same-layout row wins at equal shape
-//     distance); ties go to the earlier row. The choice depends only on the shape, the layout,
-//     the device's SM count and the committed table: the same in every run.
+//     |log2 K/Kr|, plus kLayoutPenalty when its layout differs; ties go to the earlier row. The
+//     penalty is large because the best config depends on the layout: the k-major ring of the
+//     NN rows reads a column-major B with 4-byte copies (4096^3 NT ran it at 0.67x torch.mm,
+//     against 0.87x for the NT rows' register-staged 256x128 tile, 2 octaves away). The choice
+//     depends only on the shape, the layout, the device's SM count and the committed table: the
+//     same in every run.
 //   * that row's config; its split-K factor when the shape is exactly the row's. A shape in
 //     between whose tiles of that config leave SMs idle splits K when K is long (>= 2048) or the
 //     row split too (K >= 512): as many splits as fill one wave of resident blocks (MinBlocks per
 //     SM, every split keeping 256+ of K). Otherwise it takes a smaller tile: 128x64, or 64x64
 //     when even those do not fill the SMs (the rule measured before the table existed; without
 //     it 1000^3 ran 128x256 tiles on 32 of 132 SMs, 0.30x torch.mm on an H100).
+constexpr double kLayoutPenalty = 4.0;
+
 void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits) {
   const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
   int best = 0;
@@ -232,7 +256,7 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   for (int r = 0; r < kSgemmTableRows; ++r) {
     const SgemmTableRow& row = kSgemmTable[r];
     const double d = log2_ratio(M, row.M) + log2_ratio(N, row.N) + log2_ratio(K, row.K) +
-                     (std::strcmp(row.layout, layout) == 0 ? 0.0 : 0.5);
+                     (std::strcmp(row.layout, layout) == 0 ? 0.0 : kLayoutPenalty);
     if (r == 0 || d < best_d) {
       best = r;
       best_d = d;

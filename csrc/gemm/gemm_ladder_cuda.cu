@@ -21,6 +21,11 @@
 //   smem_epilogue  + the output staged through shared memory, written as 16-byte coalesced rows.
 //   swizzled_raster      + grouped tile order for L2 reuse (the table config
 //                  cp3_128x128x16_w64x32_t8x8_fdb_se).
+//   cp_async_kmajor  the cp.async ring of gemm_tiles.cuh (the table config
+//                  ring3_128x256x8_w64x64_t8x16): 128x256x8 tiles, 8x16 per thread, both shared
+//                  tiles k-major (4-byte copies transpose a K-contiguous operand), so one k step
+//                  is 6 LDS.128 for 128 FFMA as in double_buffer, with no register staging; the
+//                  copies spread over the slice's k steps, the barrier before the last one.
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K).
 //   cfg:<name>[:s<S>]  one entry of the config table by name, optionally with split-K factor S.
 //
@@ -224,13 +229,15 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 
 // The last multistage step: every feature on, i.e. this table config.
 constexpr const char* kSwizzledRasterConfig = "cp3_128x128x16_w64x32_t8x8_fdb_se";
+// The k-major cp.async ring step: this table config.
+constexpr const char* kKMajorRingConfig = "ring3_128x256x8_w64x64_t8x16";
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, "
-    "tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, "
-    "tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
+    "cp_async_kmajor, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
+    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], "
+    "tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
 TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
@@ -320,9 +327,10 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
     return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, main_config(), 1);
   }
   {
-    // The multistage steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
-    const int step_config = variant == "swizzled_raster" ? find_config(kSwizzledRasterConfig)
-                                                         : find_ladder_step_config(variant);
+    // The cp.async steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
+    const int step_config = variant == "swizzled_raster"   ? find_config(kSwizzledRasterConfig)
+                            : variant == "cp_async_kmajor" ? find_config(kKMajorRingConfig)
+                                                           : find_ladder_step_config(variant);
     if (step_config >= 0) {
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",

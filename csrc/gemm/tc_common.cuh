@@ -81,6 +81,19 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool p
   cp_async_16_bytes(smem, gmem, pred ? 16 : 0);
 }
 
+// One float global -> shared when `pred`, else a zero. 4-byte copies exist only in the .ca form
+// (through L1). They let a copy land anywhere in shared memory, so a tile can be transposed on its
+// way in (the SGEMM's k-major tiles of a k-contiguous operand) and rows need no 16-byte alignment.
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool pred) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(pred ? 4 : 0));
+#else
+  (void)smem, (void)gmem, (void)pred;
+  __trap();
+#endif
+}
+
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);

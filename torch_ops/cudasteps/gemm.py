@@ -40,14 +40,16 @@ LADDER = (
     "frag_double_buffer",
     "smem_epilogue",
     "swizzled_raster",
+    "cp_async_kmajor",
     "final",
 )
 
 # The config table of the final kernel, each runnable by name through ladder_mm ("cfg:<name>"),
 # optionally with a split-K factor ("cfg:<name>:s<splits>"). Index 0 is the main config. The
 # ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm_multistage.cuh);
-# the others the register-staged double-buffered kernel (csrc/gemm/gemm_tiles.cuh), which also
-# runs every operand whose rows are not 16-byte aligned.
+# the others the tile kernel of csrc/gemm/gemm_tiles.cuh: ``ring<stages>_*`` its cp.async ring
+# into k-major tiles, the rest its register-staged double buffer, which also runs the multistage
+# configs' operands whose rows are not 16-byte aligned.
 CONFIGS = (
     "128x128x8_w64x32_t8x8",
     "128x128x16_w64x32_t8x8",
@@ -58,6 +60,8 @@ CONFIGS = (
     "128x256x8_w64x64_t8x16",
     "256x128x8_w64x64_t16x8",
     "128x128x16_w64x64_t8x16",
+    "ring3_128x256x8_w64x64_t8x16",
+    "ring4_256x128x8_w64x64_t16x8",
     "cp3_128x128x16_w64x32_t8x8_fdb_se",
     "cp3_128x128x16_w64x32_t8x8",
     "cp4_128x128x8_w64x32_t8x8_occ2",
@@ -68,10 +72,18 @@ CONFIGS = (
     "cp4_128x64x16_w64x32_t8x8_occ2",
     "cp4_64x64x16_w32x32_t8x4_occ4",
 )
-# The multistage configs (cp.async ring), a subset of CONFIGS.
+# The multistage configs (cp.async ring, layout-preserving tiles), a subset of CONFIGS.
 MULTISTAGE_CONFIGS = tuple(c for c in CONFIGS if c.startswith("cp"))
-# The SGEMM ladder steps that run the multistage kernel.
-MULTISTAGE_STEPS = ("cp_async_multistage", "frag_double_buffer", "smem_epilogue", "swizzled_raster")
+# The tile kernel's cp.async ring configs (k-major tiles), a subset of CONFIGS.
+RING_CONFIGS = tuple(c for c in CONFIGS if c.startswith("ring"))
+# The SGEMM ladder steps that run a cp.async kernel (row-major operands only).
+MULTISTAGE_STEPS = (
+    "cp_async_multistage",
+    "frag_double_buffer",
+    "smem_epilogue",
+    "swizzled_raster",
+    "cp_async_kmajor",
+)
 CONFIG_VARIANTS = (
     tuple(f"cfg:{c}" for c in CONFIGS)
     + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
