@@ -7,10 +7,10 @@
 // any leading dimension): the kernel template is instantiated for all four combinations (NN, NT,
 // TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
 // Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
-// of 4 take sgemm_kernel's scalar-load instantiation (Vec = false); the math is the same. A
-// multistage config (cp.async copies aligned 16-byte chunks) runs on a copy of such operands with
-// padded rows when the product is large enough (worth_repacking), else hands them to the
-// sgemm_kernel config with the same block tile (unaligned_fallback).
+// of 4 take sgemm_kernel's scalar-load instantiation (Vec = false; in the cp.async ring, 4-byte
+// copies); the math is the same. A multistage config (cp.async copies aligned 16-byte chunks) runs
+// on a copy of such operands with padded rows when the product is large enough (worth_repacking),
+// else hands them to the sgemm_kernel config with the same block tile (unaligned_fallback).
 //
 // Config table: kConfigs below (sgemm_kernel), then the multistage configs of
 // sgemm_multistage_cuda.cu (names cp<stages>_...); the `cfg:<name>` ladder variants run each one
