@@ -104,13 +104,10 @@ using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 4, true, 1, 8>;
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
   auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
-  if constexpr (Cfg::Stages >= 3) {
-    // The ring's shared memory can pass 48 KiB (and the whole carveout goes to shared memory).
+  // Once per kernel and device: above 48 KiB of shared memory (the ring's 4 stages) and, for the
+  // ring, the whole carveout as shared memory.
+  if constexpr (Cfg::Stages >= 3 || Cfg::kSmemBytes > 48 * 1024)
     tc::configure_smem_once(kernel, Cfg::kSmemBytes);
-  } else if constexpr (Cfg::kSmemBytes > 48 * 1024) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(Cfg::kSmemBytes)));
-  }
   const dim3 grid(unsigned(p.tiles_m) * unsigned(p.tiles_n), 1, unsigned(splits));
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -250,6 +250,20 @@ struct CpAsyncLoader {
   __device__ __forceinline__ void advance(int64_t step) { src += step; }
 };
 
+// A thread's N fragment values at one k: N / 4 LDS.128 of 4 consecutive floats, at src,
+// src + step, src + 2 * step, ... (its 4x4 sub-tiles along one dimension of the warp tile).
+template <int N>
+__device__ __forceinline__ void load_fragment(float* dst, const float* __restrict__ src, int step) {
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) {
+    const float4 v = *reinterpret_cast<const float4*>(src + i * step);
+    dst[i * 4 + 0] = v.x;
+    dst[i * 4 + 1] = v.y;
+    dst[i * 4 + 2] = v.z;
+    dst[i * 4 + 3] = v.w;
+  }
+}
+
 struct SgemmParams {
   const float* a;
   const float* b;
@@ -313,10 +327,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
   const int num_slices = k_end > k_begin ? int((k_end - k_begin + Cfg::BK - 1) / Cfg::BK) : 0;
 
-  TileLoader<Cfg::BM, Cfg::BK, Cfg::kThreads, ALayoutK, Vec> load_a;
-  // B's element (k, n): "x" is n. It is K-contiguous when column-major.
-  TileLoader<Cfg::BN, Cfg::BK, Cfg::kThreads, BLayoutK, Vec> load_b;
-
   int row0, col0, row_step, col_step;
   thread_origin<Cfg>(tid, row0, col0, row_step, col_step);
 
@@ -335,24 +345,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   };
   auto load_frag = [&](Frag& f, const float* __restrict__ As, const float* __restrict__ Bs,
                        int k) {
-#pragma unroll
-    for (int i = 0; i < Cfg::kSubM; ++i) {
-      const float4 v =
-          *reinterpret_cast<const float4*>(As + k * Cfg::kStrideA + row0 + i * row_step);
-      f.a[i * 4 + 0] = v.x;
-      f.a[i * 4 + 1] = v.y;
-      f.a[i * 4 + 2] = v.z;
-      f.a[i * 4 + 3] = v.w;
-    }
-#pragma unroll
-    for (int j = 0; j < Cfg::kSubN; ++j) {
-      const float4 v =
-          *reinterpret_cast<const float4*>(Bs + k * Cfg::kStrideB + col0 + j * col_step);
-      f.b[j * 4 + 0] = v.x;
-      f.b[j * 4 + 1] = v.y;
-      f.b[j * 4 + 2] = v.z;
-      f.b[j * 4 + 3] = v.w;
-    }
+    load_fragment<Cfg::TM>(f.a, As + k * Cfg::kStrideA + row0, row_step);
+    load_fragment<Cfg::TN>(f.b, Bs + k * Cfg::kStrideB + col0, col_step);
   };
   // TM x TN outer product of one k.
   auto fma_frag = [&](const Frag& f) {
@@ -453,6 +447,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     }
     tc::cp_async_wait<0>();  // only empty groups can remain; none may outlive the block
   } else if (num_slices > 0) {
+    // The register-staged loaders. B's element (k, n): "x" is n, K-contiguous when column-major.
+    TileLoader<Cfg::BM, Cfg::BK, Cfg::kThreads, ALayoutK, Vec> load_a;
+    TileLoader<Cfg::BN, Cfg::BK, Cfg::kThreads, BLayoutK, Vec> load_b;
     load_a.load(a_tile, p.lda, m_rem, k_rem, tid);
     load_b.load(b_tile, p.ldb, n_rem, k_rem, tid);
     load_a.store(stage_a(0), tid);
