@@ -78,6 +78,7 @@ if want sass && [ -n "$SO" ]; then
   cuobjdump --dump-sass "$SO" >"$LOGS/sass.txt" 2>&1
   "$PY" scripts/sass_report.py "$LOGS/sass.txt" >"$LOGS/sass_report.txt" 2>&1
   head -n 60 "$LOGS/sass_report.txt"
+  rm -f "$LOGS/sass.txt"  # hundreds of MB; the report is what the logs keep
 fi
 
 if want ncu && command -v ncu >/dev/null; then

@@ -130,7 +130,12 @@ def test_multistage_names():
     assert G.RING_CONFIGS and all(c in G.CONFIGS for c in G.RING_CONFIGS)
     ladder = G.LADDER
     assert ladder.index("double_buffer") < ladder.index("cp_async_multistage") < ladder.index("final")
-    assert ladder.index("swizzled_raster") < ladder.index("cp_async_kmajor") < ladder.index("final")
+    assert (
+        ladder.index("swizzled_raster")
+        < ladder.index("cp_async_kmajor")
+        < ladder.index("grouped_copies")
+        < ladder.index("final")
+    )
     assert all(s in ladder for s in G.MULTISTAGE_STEPS)
 
 

@@ -26,6 +26,11 @@
 //                  tiles k-major (4-byte copies transpose a K-contiguous operand), so one k step
 //                  is 6 LDS.128 for 128 FFMA as in double_buffer, with no register staging; the
 //                  copies spread over the slice's k steps, the barrier before the last one.
+//   grouped_copies the same ring on cuBLAS's 256x128x8 tile, 16x8 per thread (the table config
+//                  ring3_256x128x8_w64x64_t16x8): copies a few per k step (3; 2 when both
+//                  operands are K-contiguous) instead of one, and lean copy state (rows past the
+//                  edge read the last row, no per-copy predicate along M or N), which keeps the
+//                  8 4-byte copies of A per slice spill-free.
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K).
 //   cfg:<name>[:s<S>]  one entry of the config table by name, optionally with split-K factor S.
 //
@@ -231,11 +236,13 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 constexpr const char* kSwizzledRasterConfig = "cp3_128x128x16_w64x32_t8x8_fdb_se";
 // The k-major cp.async ring step: this table config.
 constexpr const char* kKMajorRingConfig = "ring3_128x256x8_w64x64_t8x16";
+// The grouped-copies step: this table config.
+constexpr const char* kGroupedCopiesConfig = "ring3_256x128x8_w64x64_t16x8";
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "cp_async_kmajor, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
+    "cp_async_kmajor, grouped_copies, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
     "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], "
     "tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
 
@@ -330,6 +337,7 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
     // The cp.async steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
     const int step_config = variant == "swizzled_raster"   ? find_config(kSwizzledRasterConfig)
                             : variant == "cp_async_kmajor" ? find_config(kKMajorRingConfig)
+                            : variant == "grouped_copies"  ? find_config(kGroupedCopiesConfig)
                                                            : find_ladder_step_config(variant);
     if (step_config >= 0) {
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
