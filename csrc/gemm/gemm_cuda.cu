@@ -38,15 +38,16 @@
 //                           33 KiB shared memory.
 //   ring3_128x256x8_w64x64_t8x16  sgemm_kernel's cp.async ring (Stages = 3): the 128x256x8 tile
 //                           with no register staging, K-contiguous operands transposed by 4-byte
-//                           copies into k-major tiles, one copy per k step, 37 KiB shared memory,
-//                           222-254 registers (the 16-byte-unaligned NN instantiation spills 24
-//                           bytes). The table's choice for operands whose rows are not 16-byte
-//                           aligned (4-byte copies throughout).
-//   ring3_256x128x8_w64x64_t16x8  the same ring with cuBLAS's tile shape: 16x8 per thread, 3 copies
+//                           copies into k-major tiles, 37 KiB shared memory. Copies per k step: 4
+//                           (3 when both operands are K-contiguous, 1 for rows that are not
+//                           16-byte aligned, where every copy is 4-byte). 224-255 registers; the
+//                           unaligned TN instantiation (column-major A) spills 24 bytes. The
+//                           table's choice for unaligned rows and for M = 128.
+//   ring3_256x128x8_w64x64_t16x8  the same ring on cuBLAS's tile shape: 16x8 per thread, 3 copies
 //                           per k step (2 when both operands are K-contiguous: 12 4-byte copies
-//                           per thread per slice), 37 KiB shared memory, 237-251 registers (the
-//                           unaligned NN instantiation spills 12 bytes). The table's choice for
-//                           every aligned layout of large products.
+//                           per thread per slice; 1 unaligned), 37 KiB shared memory, 239-249
+//                           registers; the unaligned TN instantiation spills 12 bytes. The
+//                           table's choice for every aligned layout of large products.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
 // scripts/sgemm_sweep.py --emit), see choose_config for the rule between measured shapes.
 //
@@ -99,9 +100,9 @@ using CfgWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 2, true, 1, 8>;
 using CfgTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 2, true, 1, 8>;
 using CfgW64x64 = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, true, 2, 1>;
 // The cp.async ring (Stages >= 3, sm_80+): the k loop is always fully unrolled there.
-using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8>;
-//                                                                 CopyGroup(KK)
-using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2>;
+// CopyGroup: copies issued per k step (aligned; both operands K-contiguous; unaligned).
+using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 4, 3, 1>;
+using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {

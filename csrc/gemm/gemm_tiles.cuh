@@ -29,9 +29,12 @@
 //     fragments are already in registers: after it the first fragments of slice t+1 load while
 //     the last FFMAs of slice t run (fragments double-buffered across the slice boundary), and no
 //     thread reads slice t again. So during slice t the stage of slice t-1 is free: the copies of
-//     slice t+Stages-1 go there, spread over the first k steps (a few per step) instead of one
-//     burst after the barrier, where both warps of a scheduler would stall on it together. On an
-//     H100 the spreading took the 128x256x8 ring from 0.79-0.85x to 0.92x of cuBLAS at 4096^3.
+//     slice t+Stages-1 go there, spread over the first k steps (CopyGroup per step) instead of
+//     one burst after the barrier, where both warps of a scheduler would stall on it together.
+//     On an H100 the spreading took the 128x256x8 ring from 0.79-0.85x to 0.92x of cuBLAS at
+//     4096^3. The copies keep little state (CpAsyncLoader): with it the 256x128x8 tile (8
+//     4-byte copies of A per thread per slice) fits in 255 registers without spilling and runs
+//     0.98x (it spilled 52-56 bytes before, with a predicate and a pointer per copy).
 //   * Split-K (gridDim.z > 1): block z covers K range [z * k_per_split, ...) and writes its raw
 //     partial sums to a workspace; splitk_epilogue_kernel adds them up and applies the epilogue.
 //   * Epilogue: alpha * acc + beta * C[m * s0 + n * s1], stored as float4 when N allows.
@@ -68,12 +71,14 @@ constexpr int kGroupM = 8;
 //            (ptxas -v: 96-136 bytes for 128x128x16, 8x8); 1 keeps 8x8 tiles spill-free at ~3
 //            loop instructions per 64 FFMA, the other warps of the SM covering the LDS latency.
 //   CopyGroup  cp.async ring: copies of the next slice issued per k step (A's first, then B's);
-//            CopyGroupKK when both operands are K-contiguous, whose copies are all 4-byte (12 per
-//            thread at 256x128x8 against 9 for row-major B). On an H100, 256x128x8 at 4096^3:
-//            NN 0.97x of cuBLAS with 1 or 2 per step, 0.98x with 3, 0.84x with all 9 at once;
-//            NT 0.99x with 2, 0.96x with 3.
+//            CopyGroupKK when both operands are K-contiguous (every copy 4-byte: 12 per thread at
+//            256x128x8 against 9 for a row-major B), CopyGroupUnaligned for the Vec = false
+//            instantiation. No one rule fits ptxas's schedules: on an H100 at 4096^3, 256x128x8
+//            NN ran 0.97x of cuBLAS with 1 or 2 per step, 0.98x with 3, 0.84x with all 9 at
+//            once, NT 0.99x with 2 and 0.96x with 3; 128x256x8 NN 0.87x with 1, 0.93x with 4.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, bool WarpTile_,
-          int MinBlocks_, int KUnroll_ = BK_, int CopyGroup_ = 1, int CopyGroupKK_ = CopyGroup_>
+          int MinBlocks_, int KUnroll_ = BK_, int CopyGroup_ = 1, int CopyGroupKK_ = CopyGroup_,
+          int CopyGroupUnaligned_ = CopyGroup_>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
   static constexpr int Stages = Stages_;
@@ -91,6 +96,7 @@ struct TileConfig {
   static constexpr int kStageFloats = BK * (kStrideA + kStrideB);
   static constexpr size_t kSmemBytes = size_t(Stages) * kStageFloats * sizeof(float);
   static constexpr int CopyGroup = CopyGroup_, CopyGroupKK = CopyGroupKK_;
+  static constexpr int CopyGroupUnaligned = CopyGroupUnaligned_;
 
   static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile is made of 4x4 sub-tiles");
   static_assert(BK % 4 == 0, "BK holds whole 16-byte chunks");
@@ -406,21 +412,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     CopyB copy_b(b_tile, p.ldb, n_rem, tid);
     // The k step of the slice being computed that issues copy c of the next slice: A's copies
     // first, then B's, kGroup of them per step, all before the step that holds the barrier.
-    constexpr int kGroup = ALayoutK && BLayoutK ? Cfg::CopyGroupKK : Cfg::CopyGroup;
+    constexpr int kGroup = !Vec                  ? Cfg::CopyGroupUnaligned
+                           : ALayoutK && BLayoutK ? Cfg::CopyGroupKK
+                                                  : Cfg::CopyGroup;
     auto copy_step = [](int c) { return (c / kGroup) % (Cfg::BK - 1); };
-    // The copies of one slice (k < 0), or those of them that go with k step `k`. live false (past
-    // the last slice): they read nothing and write zeros to a stage that is not read again, which
-    // keeps the loop free of branches.
+    // The copies of one slice (k < 0), or those of them that go with k step `k`, into the stage
+    // at float offset `stage` of the ring. live false (past the last slice): they read nothing and
+    // write zeros to a stage that is not read again, which keeps the loop free of branches.
     auto copies = [&](int k, int stage, bool live) {
       const int k_in = live ? k_rem : 0;
 #pragma unroll
       for (int j = 0; j < CopyA::kPerThread; ++j)
         if (k < 0 || copy_step(j) == k)
-          copy_a.issue_one(j, stage_a(stage), copy_a.k_limit(k_in));
+          copy_a.issue_one(j, smem + stage, copy_a.k_limit(k_in));
 #pragma unroll
       for (int j = 0; j < CopyB::kPerThread; ++j)
         if (k < 0 || copy_step(CopyA::kPerThread + j) == k)
-          copy_b.issue_one(j, stage_b(stage), copy_b.k_limit(k_in));
+          copy_b.issue_one(j, smem + stage + Cfg::BK * Cfg::kStrideA, copy_b.k_limit(k_in));
+    };
+    // Stages are addressed by float offset, stepped with an add and a wrap: a stage index times
+    // the stage size is an IMAD, which waits for the FMA pipe behind the FFMAs (ncu: most of the
+    // loop's math-pipe-throttle stalls sat on two such IMADs right before the barrier).
+    constexpr int kRingFloats = Cfg::Stages * Cfg::kStageFloats;
+    auto next_stage = [](int off) {
+      return off + Cfg::kStageFloats == kRingFloats ? 0 : off + Cfg::kStageFloats;
     };
     auto next_slice = [&] {
       tc::cp_async_commit();
@@ -435,7 +450,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     // Prologue: slices 0 .. Stages-2 in flight, one commit group each (empty past the last).
 #pragma unroll
     for (int s = 0; s < Cfg::Stages - 1; ++s) {
-      copies(-1, s, s < num_slices);
+      copies(-1, s * Cfg::kStageFloats, s < num_slices);
       next_slice();
     }
     if (num_slices > 0) {
@@ -443,10 +458,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
       __syncthreads();
       Frag f[2];
       load_frag(f[0], stage_a(0), stage_b(0), 0);
-      int read = 0, write = Cfg::Stages - 1;
+      int read = 0, write = (Cfg::Stages - 1) * Cfg::kStageFloats;  // stage offsets
       for (int t = 0; t < num_slices; ++t) {
-        const float* As = stage_a(read);
-        const float* Bs = stage_b(read);
+        const float* As = smem + read;
+        const float* Bs = As + Cfg::BK * Cfg::kStrideA;
         // Slice t+Stages-1 goes to the stage of slice t-1, free since the last barrier.
         const bool live = t + Cfg::Stages - 1 < num_slices;
 #pragma unroll
@@ -464,9 +479,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
             tc::cp_async_wait<Cfg::Stages - 2>();
             __syncthreads();
             write = read;
-            read = read + 1 == Cfg::Stages ? 0 : read + 1;
+            read = next_stage(read);
             // (After the last slice this reads a stage that is not used: harmless, no branch.)
-            load_frag(next, stage_a(read), stage_b(read), 0);
+            load_frag(next, smem + read, smem + read + Cfg::BK * Cfg::kStrideA, 0);
           }
           fma_frag(f[k & 1]);
         }
