@@ -107,8 +107,8 @@ using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
   auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
-  // Once per kernel and device: above 48 KiB of shared memory (the ring's 4 stages) and, for the
-  // ring, the whole carveout as shared memory.
+  // Once per kernel and device: the dynamic shared memory above 48 KiB and, for the ring, the
+  // whole carveout as shared memory.
   if constexpr (Cfg::Stages >= 3 || Cfg::kSmemBytes > 48 * 1024)
     tc::configure_smem_once(kernel, Cfg::kSmemBytes);
   const dim3 grid(unsigned(p.tiles_m) * unsigned(p.tiles_n), 1, unsigned(splits));
@@ -236,9 +236,9 @@ double log2_ratio(int64_t a, int64_t b) {
 // Chooses by the measured table:
 //   * the row whose shape is nearest to (M, N, K) in log2 distance |log2 M/Mr| + |log2 N/Nr| +
 //     |log2 K/Kr|, plus kLayoutPenalty when its layout differs; ties go to the earlier row. The
-//     penalty is large because the best config depends on the layout: the k-major ring of the
-//     NN rows reads a column-major B with 4-byte copies (4096^3 NT ran it at 0.67x torch.mm,
-//     against 0.87x for the NT rows' register-staged 256x128 tile, 2 octaves away). The choice
+//     penalty is large because the best config depends on the layout (with a penalty of 1/2,
+//     4096^3 NT once took an NN row's config, whose copies of a column-major B were slow, and
+//     ran 0.67x torch.mm against 0.87x for its own row's, 2 octaves away). The choice
 //     depends only on the shape, the layout, the device's SM count and the committed table: the
 //     same in every run.
 //   * that row's config; its split-K factor when the shape is exactly the row's. A shape in

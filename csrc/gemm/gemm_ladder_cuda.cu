@@ -232,12 +232,17 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The last multistage step: every feature on, i.e. this table config.
-constexpr const char* kSwizzledRasterConfig = "cp3_128x128x16_w64x32_t8x8_fdb_se";
-// The k-major cp.async ring step: this table config.
-constexpr const char* kKMajorRingConfig = "ring3_128x256x8_w64x64_t8x16";
-// The grouped-copies step: this table config.
-constexpr const char* kGroupedCopiesConfig = "ring3_256x128x8_w64x64_t16x8";
+// The cp.async ladder steps that are table configs: the last multistage step (every feature on),
+// then the two steps of gemm_tiles.cuh's k-major ring.
+struct StepConfig {
+  const char* step;
+  const char* config;
+};
+constexpr StepConfig kTableConfigSteps[] = {
+    {"swizzled_raster", "cp3_128x128x16_w64x32_t8x8_fdb_se"},
+    {"cp_async_kmajor", "ring3_128x256x8_w64x64_t8x16"},
+    {"grouped_copies", "ring3_256x128x8_w64x64_t16x8"},
+};
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
@@ -335,10 +340,10 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
   }
   {
     // The cp.async steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
-    const int step_config = variant == "swizzled_raster"   ? find_config(kSwizzledRasterConfig)
-                            : variant == "cp_async_kmajor" ? find_config(kKMajorRingConfig)
-                            : variant == "grouped_copies"  ? find_config(kGroupedCopiesConfig)
-                                                           : find_ladder_step_config(variant);
+    int step_config = -1;
+    for (const StepConfig& s : kTableConfigSteps)
+      if (variant == s.step) step_config = find_config(s.config);
+    if (step_config < 0) step_config = find_ladder_step_config(variant);
     if (step_config >= 0) {
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",

@@ -366,8 +366,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 #pragma unroll
     for (int c = 0; c < Cfg::TN; ++c) acc[r][c] = 0.f;
 
+  // A stage holds As[BK][BM + pad], then Bs[BK][BN + pad] kBOffset floats on.
+  constexpr int kBOffset = Cfg::BK * Cfg::kStrideA;
   auto stage_a = [&](int s) { return smem + s * Cfg::kStageFloats; };
-  auto stage_b = [&](int s) { return smem + s * Cfg::kStageFloats + Cfg::BK * Cfg::kStrideA; };
+  auto stage_b = [&](int s) { return smem + s * Cfg::kStageFloats + kBOffset; };
 
   // The thread's TM values of A and TN values of B at depth k of the slice held in (As, Bs).
   struct Frag {
@@ -428,7 +430,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
 #pragma unroll
       for (int j = 0; j < CopyB::kPerThread; ++j)
         if (k < 0 || copy_step(CopyA::kPerThread + j) == k)
-          copy_b.issue_one(j, smem + stage + Cfg::BK * Cfg::kStrideA, copy_b.k_limit(k_in));
+          copy_b.issue_one(j, smem + stage + kBOffset, copy_b.k_limit(k_in));
     };
     // Stages are addressed by float offset, stepped with an add and a wrap: a stage index times
     // the stage size is an IMAD, which waits for the FMA pipe behind the FFMAs (ncu: most of the
@@ -461,7 +463,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
       int read = 0, write = (Cfg::Stages - 1) * Cfg::kStageFloats;  // stage offsets
       for (int t = 0; t < num_slices; ++t) {
         const float* As = smem + read;
-        const float* Bs = As + Cfg::BK * Cfg::kStrideA;
+        const float* Bs = As + kBOffset;
         // Slice t+Stages-1 goes to the stage of slice t-1, free since the last barrier.
         const bool live = t + Cfg::Stages - 1 < num_slices;
 #pragma unroll
@@ -481,7 +483,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
             write = read;
             read = next_stage(read);
             // (After the last slice this reads a stage that is not used: harmless, no branch.)
-            load_frag(next, smem + read, smem + read + Cfg::BK * Cfg::kStrideA, 0);
+            load_frag(next, smem + read, smem + read + kBOffset, 0);
           }
           fma_frag(f[k & 1]);
         }

@@ -77,15 +77,9 @@ CONFIGS = (
 MULTISTAGE_CONFIGS = tuple(c for c in CONFIGS if c.startswith("cp"))
 # The tile kernel's cp.async ring configs (k-major tiles), a subset of CONFIGS.
 RING_CONFIGS = tuple(c for c in CONFIGS if c.startswith("ring"))
-# The SGEMM ladder steps that run a cp.async kernel (row-major operands only).
-MULTISTAGE_STEPS = (
-    "cp_async_multistage",
-    "frag_double_buffer",
-    "smem_epilogue",
-    "swizzled_raster",
-    "cp_async_kmajor",
-    "grouped_copies",
-)
+# The SGEMM ladder steps that run a cp.async kernel (row-major operands only): every step from
+# cp_async_multistage up to final.
+MULTISTAGE_STEPS = LADDER[LADDER.index("cp_async_multistage") : LADDER.index("final")]
 CONFIG_VARIANTS = (
     tuple(f"cfg:{c}" for c in CONFIGS)
     + tuple(f"cfg:{CONFIGS[0]}:s{s}" for s in (2, 4, 8))
