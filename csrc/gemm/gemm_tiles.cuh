@@ -329,11 +329,11 @@ __device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int
   }
 }
 
-// First output row and column of this block's tile. Grouped order: kGroupM tile rows at a time,
-// column by column inside the group, so that consecutive blocks share panels of A and B in L2.
+// First output row and column of output tile `tile`. Grouped order: kGroupM tile rows at a time,
+// column by column inside the group, so that consecutive tiles share panels of A and B in L2.
 template <class Cfg>
-__device__ __forceinline__ void tile_origin(const SgemmParams& p, int64_t& m0, int64_t& n0) {
-  const int tile = blockIdx.x;
+__device__ __forceinline__ void tile_origin(const SgemmParams& p, int tile, int64_t& m0,
+                                            int64_t& n0) {
   const int tiles_per_group = kGroupM * p.tiles_n;
   const int first_m = (tile / tiles_per_group) * kGroupM;
   const int group_rows = min(p.tiles_m - first_m, kGroupM);
@@ -342,19 +342,19 @@ __device__ __forceinline__ void tile_origin(const SgemmParams& p, int64_t& m0, i
   n0 = int64_t(in_group / group_rows) * Cfg::BN;
 }
 
+// One block's work on output tile `tile` over the K range [k_begin, k_end): the main loop (the
+// ring or the register-staged buffers), then the epilogue. ToSlot false: into the output (or,
+// split-K, block z's partial output), alpha * acc + beta * C; true: the raw sums into the BM x BN
+// workspace slot, tile-local (a stream-K part).
 // ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
-    sgemm_kernel(const SgemmParams p) {
-  extern __shared__ float4 smem_raw[];
-  float* smem = reinterpret_cast<float*>(smem_raw);
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool ToSlot = false>
+__device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, int tile,
+                                           int64_t k_begin, int64_t k_end, float* slot) {
   const int tid = threadIdx.x;
 
   int64_t m0, n0;
-  tile_origin<Cfg>(p, m0, n0);
+  tile_origin<Cfg>(p, tile, m0, n0);
 
-  const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
-  const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
   const int num_slices = k_end > k_begin ? int((k_end - k_begin + Cfg::BK - 1) / Cfg::BK) : 0;
 
   int row0, col0, row_step, col_step;
@@ -534,9 +534,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     }
   }
 
+  if constexpr (ToSlot) {
+    // A stream-K part: the raw sums, tile-local, every element (the fix-up trims the edges).
+#pragma unroll
+    for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+      for (int j = 0; j < Cfg::kSubN; ++j)
+        *reinterpret_cast<float4*>(slot + (row0 + (r / 4) * row_step + (r % 4)) * Cfg::BN + col0 +
+                                   j * col_step) =
+            make_float4(acc[r][j * 4], acc[r][j * 4 + 1], acc[r][j * 4 + 2], acc[r][j * 4 + 3]);
+    return;
+  }
   // Epilogue. The output (and the split-K workspace) is row-major with leading dimension N.
   // The tile origin is recomputed rather than kept live through the main loop (registers).
-  tile_origin<Cfg>(p, m0, n0);
+  tile_origin<Cfg>(p, tile, m0, n0);
   float* out = p.out + int64_t(blockIdx.z) * p.out_split_stride;
   const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
 #pragma unroll
@@ -561,6 +572,95 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
         for (int c = 0; c < 4; ++c)
           if (n + c < p.N) dst[c] = v[c];
       }
+    }
+  }
+}
+
+// One output tile per block (blockIdx.x, grouped order), K split over gridDim.z.
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
+    sgemm_kernel(const SgemmParams p) {
+  extern __shared__ float4 smem_raw[];
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
+  const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
+  sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, blockIdx.x, k_begin, k_end, nullptr);
+}
+
+// ---- stream-K tail (work in progress: not yet dispatched, see the harness) ----
+//
+// A product of T tiles on S SMs (one block per SM) runs floor(T / S) full waves and a last wave
+// of T % S tiles that leaves the other SMs idle (4096^3 at 256x128: 3 waves + 116 of 132). Here the
+// first dp_tiles = T - tail tiles run whole, one per block, and sk_blocks more blocks share the
+// tail's K iterations evenly: block b takes iterations [b * I / sk_blocks, (b + 1) * I / sk_blocks)
+// of the tail's I = tail * iters_per_tile (tile-major, slices of BK), which cover parts of at most
+// two tiles when tail <= sk_blocks. Each part's partial sums go to the block's workspace slot
+// (2 per block); streamk_fixup_kernel then adds up each tail tile's parts in block order (fixed:
+// deterministic, no atomics, no waiting between blocks) and applies the epilogue.
+struct StreamKParams {
+  int dp_tiles;        // tiles [0, dp_tiles) whole, by blocks [0, dp_tiles)
+  int sk_blocks;       // blocks [dp_tiles, dp_tiles + sk_blocks) share the rest
+  int iters_per_tile;  // ceil(K / BK)
+  int64_t sk_iters;    // (tiles - dp_tiles) * iters_per_tile
+  float* workspace;    // sk_blocks * 2 slots of BM * BN floats
+};
+
+__host__ __device__ __forceinline__ int64_t streamk_first_iter(const StreamKParams& sk, int b) {
+  return int64_t(b) * sk.sk_iters / sk.sk_blocks;
+}
+
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
+    sgemm_streamk_kernel(const SgemmParams p, const StreamKParams sk) {
+  extern __shared__ float4 smem_raw[];
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  const int block = blockIdx.x;
+  if (block < sk.dp_tiles) {
+    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, block, 0, p.K, nullptr);
+    return;
+  }
+  const int b = block - sk.dp_tiles;
+  const int64_t end = streamk_first_iter(sk, b + 1);
+  int seg = 0;
+  for (int64_t it = streamk_first_iter(sk, b); it < end; ++seg) {
+    const int t = int(it / sk.iters_per_tile);
+    const int kb = int(it % sk.iters_per_tile);
+    const int64_t left = end - it;
+    const int ke = left < sk.iters_per_tile - kb ? kb + int(left) : sk.iters_per_tile;
+    float* slot = sk.workspace + (int64_t(b) * 2 + seg) * (Cfg::BM * Cfg::BN);
+    const int64_t k_end = int64_t(ke) * Cfg::BK < p.K ? int64_t(ke) * Cfg::BK : p.K;
+    if (seg > 0) __syncthreads();  // every thread is done with the ring of the last part
+    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t,
+                                                   int64_t(kb) * Cfg::BK, k_end, slot);
+    it += ke - kb;
+  }
+}
+
+// One block per tail tile: adds up the tile's parts in block order and stores
+// alpha * sum + beta * C.
+template <class Cfg>
+__global__ void streamk_fixup_kernel(const SgemmParams p, const StreamKParams sk) {
+  const int t = blockIdx.x;  // tail tile
+  const int64_t first = int64_t(t) * sk.iters_per_tile, last = first + sk.iters_per_tile;
+  // The first block whose range holds iteration `first`.
+  int b = int(first * sk.sk_blocks / sk.sk_iters);
+  while (b > 0 && streamk_first_iter(sk, b) > first) --b;
+  while (streamk_first_iter(sk, b + 1) <= first) ++b;
+  int64_t m0, n0;
+  tile_origin<Cfg>(p, sk.dp_tiles + t, m0, n0);
+  for (int e = threadIdx.x; e < Cfg::BM * Cfg::BN; e += blockDim.x) {
+    const int64_t m = m0 + e / Cfg::BN, n = n0 + e % Cfg::BN;
+    float sum = 0.f;
+    for (int bb = b; bb < sk.sk_blocks && streamk_first_iter(sk, bb) < last; ++bb) {
+      // Segment 0 of block bb is the tile its range starts in; this tile is its segment 1 when
+      // the range started in the tile before.
+      const int seg = streamk_first_iter(sk, bb) / sk.iters_per_tile == t ? 0 : 1;
+      sum += sk.workspace[(int64_t(bb) * 2 + seg) * (Cfg::BM * Cfg::BN) + e];
+    }
+    if (m < p.M && n < p.N) {
+      float v = p.alpha * sum;
+      if (p.addend != nullptr) v += p.beta * p.addend[m * p.add_s0 + n * p.add_s1];
+      p.out[m * p.N + n] = v;
     }
   }
 }
