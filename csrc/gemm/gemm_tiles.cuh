@@ -329,6 +329,24 @@ __device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int
   }
 }
 
+// Stores v[0..3] (alpha already applied) plus beta * C to output row m, columns n .. n+3, the
+// columns past N left out: one 16-byte store when vec_out and all four are in bounds.
+__device__ __forceinline__ void store_out4(const SgemmParams& p, float* out, int64_t m, int64_t n,
+                                           float (&v)[4], bool vec_out) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+    if (p.addend != nullptr && n + c < p.N)
+      v[c] += p.beta * __ldg(p.addend + m * p.add_s0 + (n + c) * p.add_s1);
+  float* dst = out + m * p.N + n;
+  if (vec_out && n + 4 <= p.N) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (n + c < p.N) dst[c] = v[c];
+  }
+}
+
 // First output row and column of output tile `tile`. Grouped order: kGroupM tile rows at a time,
 // column by column inside the group, so that consecutive tiles share panels of A and B in L2.
 template <class Cfg>
@@ -342,15 +360,57 @@ __device__ __forceinline__ void tile_origin(const SgemmParams& p, int tile, int6
   n0 = int64_t(in_group / group_rows) * Cfg::BN;
 }
 
+// ---- stream-K tail ----
+//
+// A product of T tiles on S SMs (one block per SM) runs floor(T / S) full waves and a last wave
+// of `tail` = T % S tiles that leaves the other SMs idle (8192^3 at 256x128: 15 waves + 68 of
+// 132). With the stream-K tail, sgemm_kernel runs the full waves (tiles [0, dp_tiles)) and
+// sgemm_streamk_kernel shares the tail tiles' K iterations (slices of BK, iters_per_tile per
+// tile) evenly over `blocks` blocks, one per SM: block b takes iterations
+// [b * I / blocks, (b + 1) * I / blocks) of the tail's I = tail * iters_per_tile, tile by tile.
+// With tail <= blocks that is a part of at most two tiles: the end of one and the start of the
+// next. Each part's partial sums go to one of the block's two workspace slots; the block that
+// writes a tile's last part adds up the tile's parts in block order (deterministic: the same order
+// whichever block comes last; no floating-point atomics; no block waits on another) and stores it.
+struct StreamKParams {
+  int dp_tiles;        // tiles [0, dp_tiles) are sgemm_kernel's; the tail is [dp_tiles, T)
+  int blocks;          // blocks sharing the tail: from the tail's tile count up to iters (so
+                       // that no block's range is empty)
+  int iters_per_tile;  // ceil(K / BK)
+  int64_t iters;       // tail * iters_per_tile
+  float* workspace;    // blocks * 2 slots of BM * BN floats
+  int* counters;       // one per tail tile, zero before the launch (the kernel leaves them zero)
+};
+
+// First tail iteration of block b's range.
+__host__ __device__ __forceinline__ int64_t streamk_begin(const StreamKParams& sk, int b) {
+  return int64_t(b) * sk.iters / sk.blocks;
+}
+
+// The block whose range holds tail iteration `it` (ranges may be empty when iters < blocks).
+__device__ __forceinline__ int streamk_block_of(const StreamKParams& sk, int64_t it) {
+  int b = int(it * sk.blocks / sk.iters);
+  while (b > 0 && streamk_begin(sk, b) > it) --b;
+  while (streamk_begin(sk, b + 1) <= it) ++b;
+  return b;
+}
+
 // One block's work on output tile `tile` over the K range [k_begin, k_end): the main loop (the
-// ring or the register-staged buffers), then the epilogue. ToSlot false: into the output (or,
-// split-K, block z's partial output), alpha * acc + beta * C; true: the raw sums into the BM x BN
-// workspace slot, tile-local (a stream-K part).
+// ring or the register-staged buffers), then the epilogue: alpha * acc + beta * C into the output
+// (or, split-K, into block z's partial output). StreamK: the block's sums are one part of the
+// tile; they go to the workspace, and the block that writes the tile's last part adds up all the
+// parts in block order (a fixed order whichever block comes last: deterministic) and stores them.
 // ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool ToSlot = false>
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool StreamK = false>
 __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, int tile,
-                                           int64_t k_begin, int64_t k_end, float* slot) {
-  const int tid = threadIdx.x;
+                                           int64_t k_begin, int64_t k_end,
+                                           const StreamKParams& sk = StreamKParams{}) {
+  int tid;
+  if constexpr (StreamK) {  // see sgemm_streamk_kernel
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  } else {
+    tid = threadIdx.x;
+  }
 
   int64_t m0, n0;
   tile_origin<Cfg>(p, tile, m0, n0);
@@ -534,15 +594,83 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     }
   }
 
-  if constexpr (ToSlot) {
-    // A stream-K part: the raw sums, tile-local, every element (the fix-up trims the edges).
+  if constexpr (StreamK) {
+    // Where the parts live is recomputed here from the kernel parameters, not kept in registers
+    // through the main loop. Tail tile t's parts are those of blocks b_first .. b_last, in order.
+    const int ipt = sk.iters_per_tile;
+    const int t = tile - sk.dp_tiles;
+    const int b_first = streamk_block_of(sk, int64_t(t) * ipt);
+    const int parts = streamk_block_of(sk, int64_t(t + 1) * ipt - 1) - b_first + 1;
+    const int64_t kSlot = int64_t(Cfg::BM) * Cfg::BN;
+    // A block's first slot holds the tile its range begins in, its second the next tile. Only
+    // block b_first's range can begin before tile t (in tile t - 1).
+    const int first_seg = streamk_begin(sk, b_first) < int64_t(t) * ipt ? 1 : 0;
+    auto slot_of = [&](int q) -> const float* {  // part q's slot
+      return sk.workspace + ((int64_t(b_first) + q) * 2 + (q == 0 ? first_seg : 0)) * kSlot;
+    };
+    // The part, times alpha, into the block's slot (tile-local, row-major). The product matters
+    // for speed: a 16-byte store straight from the accumulators pins them to aligned register
+    // quads, which puts them in the register banks of the B fragment (ptxas then leaves about
+    // 2/3 of the FFMAs with a bank conflict, and the main loop runs 3-4% slower).
+    const int b = blockIdx.x;
+    float* own = sk.workspace +
+                 (int64_t(b) * 2 + (streamk_begin(sk, b) < int64_t(t) * ipt ? 1 : 0)) * kSlot;
 #pragma unroll
     for (int r = 0; r < Cfg::TM; ++r)
 #pragma unroll
       for (int j = 0; j < Cfg::kSubN; ++j)
-        *reinterpret_cast<float4*>(slot + (row0 + (r / 4) * row_step + (r % 4)) * Cfg::BN + col0 +
-                                   j * col_step) =
-            make_float4(acc[r][j * 4], acc[r][j * 4 + 1], acc[r][j * 4 + 2], acc[r][j * 4 + 3]);
+        __stcg(reinterpret_cast<float4*>(own + (row0 + (r / 4) * row_step + (r % 4)) * Cfg::BN +
+                                         col0 + j * col_step),
+               make_float4(p.alpha * acc[r][j * 4], p.alpha * acc[r][j * 4 + 1],
+                           p.alpha * acc[r][j * 4 + 2], p.alpha * acc[r][j * 4 + 3]));
+    // Publish the part, then count it (the classic last-block pattern: no block waits on another).
+    __threadfence();
+    __syncthreads();
+    __shared__ int is_last;
+    if (tid == 0) {
+      is_last = atomicAdd(sk.counters + t, 1) == parts - 1;
+      if (is_last) sk.counters[t] = 0;  // ready for the next launch that uses this workspace
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    // Every part is written: the last block adds them up in part order (its own part too, read
+    // back: the order, and so the result, must not depend on which block came last) and stores
+    // the tile, float4 chunks spread over the threads so that the stores coalesce. The
+    // accumulators are dead by now, which leaves the registers for loads in flight.
+    tile_origin<Cfg>(p, tile, m0, n0);
+    const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
+    constexpr int kChunks = Cfg::BM * Cfg::BN / 4, kUnroll = 8;
+    for (int c0 = tid; c0 < kChunks; c0 += Cfg::kThreads * kUnroll) {
+      float4 sum[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) sum[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      // Unrolled over parts too, so that the loads of several parts are in flight together.
+#pragma unroll 4
+      for (int q = 0; q < parts; ++q) {
+        const float4* slot = reinterpret_cast<const float4*>(slot_of(q));
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int c = c0 + u * Cfg::kThreads;
+          if (c < kChunks) {
+            const float4 v = __ldcg(slot + c);
+            sum[u].x += v.x;
+            sum[u].y += v.y;
+            sum[u].z += v.z;
+            sum[u].w += v.w;
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = c0 + u * Cfg::kThreads;
+        const int64_t m = m0 + c * 4 / Cfg::BN, n = n0 + c * 4 % Cfg::BN;
+        if (c < kChunks && m < p.M) {
+          float v[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
+          store_out4(p, p.out, m, n, v, vec_out);
+        }
+      }
+    }
     return;
   }
   // Epilogue. The output (and the split-K workspace) is row-major with leading dimension N.
@@ -559,19 +687,8 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
       const int64_t n = n0 + col0 + j * col_step;
       float v[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        v[c] = p.alpha * acc[r][j * 4 + c];
-        if (p.addend != nullptr && n + c < p.N)
-          v[c] += p.beta * __ldg(p.addend + m * p.add_s0 + (n + c) * p.add_s1);
-      }
-      float* dst = out + m * p.N + n;
-      if (vec_out && n + 4 <= p.N) {
-        *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-          if (n + c < p.N) dst[c] = v[c];
-      }
+      for (int c = 0; c < 4; ++c) v[c] = p.alpha * acc[r][j * 4 + c];
+      store_out4(p, out, m, n, v, vec_out);
     }
   }
 }
@@ -584,84 +701,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
   float* smem = reinterpret_cast<float*>(smem_raw);
   const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
   const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
-  sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, blockIdx.x, k_begin, k_end, nullptr);
+  sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, blockIdx.x, k_begin, k_end);
 }
 
-// ---- stream-K tail (work in progress: not yet dispatched, see the harness) ----
-//
-// A product of T tiles on S SMs (one block per SM) runs floor(T / S) full waves and a last wave
-// of T % S tiles that leaves the other SMs idle (4096^3 at 256x128: 3 waves + 116 of 132). Here the
-// first dp_tiles = T - tail tiles run whole, one per block, and sk_blocks more blocks share the
-// tail's K iterations evenly: block b takes iterations [b * I / sk_blocks, (b + 1) * I / sk_blocks)
-// of the tail's I = tail * iters_per_tile (tile-major, slices of BK), which cover parts of at most
-// two tiles when tail <= sk_blocks. Each part's partial sums go to the block's workspace slot
-// (2 per block); streamk_fixup_kernel then adds up each tail tile's parts in block order (fixed:
-// deterministic, no atomics, no waiting between blocks) and applies the epilogue.
-struct StreamKParams {
-  int dp_tiles;        // tiles [0, dp_tiles) whole, by blocks [0, dp_tiles)
-  int sk_blocks;       // blocks [dp_tiles, dp_tiles + sk_blocks) share the rest
-  int iters_per_tile;  // ceil(K / BK)
-  int64_t sk_iters;    // (tiles - dp_tiles) * iters_per_tile
-  float* workspace;    // sk_blocks * 2 slots of BM * BN floats
-};
-
-__host__ __device__ __forceinline__ int64_t streamk_first_iter(const StreamKParams& sk, int b) {
-  return int64_t(b) * sk.sk_iters / sk.sk_blocks;
-}
-
+// The tail's blocks (StreamKParams): block b computes its part of one or two tail tiles.
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     sgemm_streamk_kernel(const SgemmParams p, const StreamKParams sk) {
   extern __shared__ float4 smem_raw[];
   float* smem = reinterpret_cast<float*>(smem_raw);
-  const int block = blockIdx.x;
-  if (block < sk.dp_tiles) {
-    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, block, 0, p.K, nullptr);
-    return;
-  }
-  const int b = block - sk.dp_tiles;
-  const int64_t end = streamk_first_iter(sk, b + 1);
-  int seg = 0;
-  for (int64_t it = streamk_first_iter(sk, b); it < end; ++seg) {
-    const int t = int(it / sk.iters_per_tile);
-    const int kb = int(it % sk.iters_per_tile);
-    const int64_t left = end - it;
-    const int ke = left < sk.iters_per_tile - kb ? kb + int(left) : sk.iters_per_tile;
-    float* slot = sk.workspace + (int64_t(b) * 2 + seg) * (Cfg::BM * Cfg::BN);
-    const int64_t k_end = int64_t(ke) * Cfg::BK < p.K ? int64_t(ke) * Cfg::BK : p.K;
-    if (seg > 0) __syncthreads();  // every thread is done with the ring of the last part
-    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t,
-                                                   int64_t(kb) * Cfg::BK, k_end, slot);
+  const int ipt = sk.iters_per_tile;
+  const int64_t begin = streamk_begin(sk, blockIdx.x), end = streamk_begin(sk, blockIdx.x + 1);
+  // One sgemm_tile call site in a loop of at most two parts. (The tile's thread index is read
+  // opaquely in stream-K mode: otherwise the compiler hoists the tile's setup out of this loop
+  // and keeps it live through the main loop, which then spills.)
+  for (int64_t it = begin; it < end;) {
+    const int t = int(it / ipt);
+    const int kb = int(it % ipt);
+    const int ke = end - it < ipt - kb ? kb + int(end - it) : ipt;
+    if (it != begin) __syncthreads();  // every thread is done with the ring and flag of the last part
+    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t, int64_t(kb) * Cfg::BK,
+                                                   min(int64_t(ke) * Cfg::BK, p.K), sk);
     it += ke - kb;
-  }
-}
-
-// One block per tail tile: adds up the tile's parts in block order and stores
-// alpha * sum + beta * C.
-template <class Cfg>
-__global__ void streamk_fixup_kernel(const SgemmParams p, const StreamKParams sk) {
-  const int t = blockIdx.x;  // tail tile
-  const int64_t first = int64_t(t) * sk.iters_per_tile, last = first + sk.iters_per_tile;
-  // The first block whose range holds iteration `first`.
-  int b = int(first * sk.sk_blocks / sk.sk_iters);
-  while (b > 0 && streamk_first_iter(sk, b) > first) --b;
-  while (streamk_first_iter(sk, b + 1) <= first) ++b;
-  int64_t m0, n0;
-  tile_origin<Cfg>(p, sk.dp_tiles + t, m0, n0);
-  for (int e = threadIdx.x; e < Cfg::BM * Cfg::BN; e += blockDim.x) {
-    const int64_t m = m0 + e / Cfg::BN, n = n0 + e % Cfg::BN;
-    float sum = 0.f;
-    for (int bb = b; bb < sk.sk_blocks && streamk_first_iter(sk, bb) < last; ++bb) {
-      // Segment 0 of block bb is the tile its range starts in; this tile is its segment 1 when
-      // the range started in the tile before.
-      const int seg = streamk_first_iter(sk, bb) / sk.iters_per_tile == t ? 0 : 1;
-      sum += sk.workspace[(int64_t(bb) * 2 + seg) * (Cfg::BM * Cfg::BN) + e];
-    }
-    if (m < p.M && n < p.N) {
-      float v = p.alpha * sum;
-      if (p.addend != nullptr) v += p.beta * p.addend[m * p.add_s0 + n * p.add_s1];
-      p.out[m * p.N + n] = v;
-    }
   }
 }
 
