@@ -104,6 +104,16 @@ def smoke_gemm(dev):
         check(
             f"ladder mm {v} aligned", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4
         )
+    # The stream-K tail forced on (below one wave: every tile shared over all SMs, parts written
+    # to the workspace and summed by the last block), row- and column-major operands.
+    for c in cudasteps.gemm.RING_CONFIGS:
+        for lay, (x, y) in {"NN": (a, b), "TT": (a.t().contiguous().t(), b.t().contiguous().t())}.items():
+            check(
+                f"ladder mm cfg:{c}:sk {lay}",
+                cudasteps.ladder.run("gemm", f"cfg:{c}:sk", x, y),
+                x.double() @ y.double(),
+                tol=1e-4,
+            )
     views = {
         "NN": (torch.randn(131, 68, device=dev)[:, :66], torch.randn(66, 136, device=dev)[:, :130]),
         "TT": (torch.randn(66, 132, device=dev)[:, :131].t(), torch.randn(130, 68, device=dev)[:, :66].t()),

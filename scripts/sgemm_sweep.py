@@ -82,7 +82,8 @@ def sampled_err(out, a, b, rows) -> float:
 
 
 def candidates(m, n, k):
-    """(variant, config, splits): every config, and split-K where its tiles leave SMs idle."""
+    """(variant, config, splits): every config as mm would run it (a ring config with the stream-K
+    tail where its rule applies), and split-K where its tiles leave SMs idle."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out = []
     for c in G.CONFIGS:

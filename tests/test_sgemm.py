@@ -249,6 +249,85 @@ def test_multistage_steps_need_contiguous():
             G.run_ladder(step, a, b)
 
 
+# ---------------------------------------------------------------- the stream-K tail (CUDA)
+
+RING_TALL = "ring3_256x128x8_w64x64_t16x8"
+
+
+def streamk_workspace_numel(config):
+    """Floats in the stream-K workspace: two tile-sized slots per block, a block per SM."""
+    bm, bn = (int(x) for x in config.split("_")[1].split("x")[:2])
+    return torch.cuda.get_device_properties(0).multi_processor_count * 2 * bm * bn
+
+
+@requires_cuda
+@pytest.mark.parametrize("config", G.RING_CONFIGS)
+@pytest.mark.parametrize("shape", [(1, 4, 4), (67, 36, 20), (300, 388, 1000), (259, 132, 2052)])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_streamk_forced(config, shape, ta, tb):
+    """`:sk` forces the stream-K tail: below one wave every tile is shared by all SMs, many parts
+    per tile (K = 4: one block, one slice). NaN-poisoned output and workspace."""
+    m, n, k = shape
+    a = layout(make_tensor((m, k), device="cuda", seed=21), ta)
+    b = layout(make_tensor((k, n), device="cuda", seed=22), tb)
+    variant = f"cfg:{config}:sk"
+    poison_allocator(m * n, streamk_workspace_numel(config))
+    first = G.run_ladder(variant, a, b)
+    err = rel_err(first, ref_mm(a, b))
+    assert err < F32_TOL, f"{variant} {shape} ta={ta} tb={tb}: rel err {err}"
+    # Deterministic: the parts are added in block order whichever block finishes last.
+    assert torch.equal(first, G.run_ladder(variant, a, b)), variant
+
+
+def partial_wave_shape():
+    """M, N, K whose 256 x 128 tiles make one full wave and about half of another on this GPU
+    (the stream-K tail's rule takes it), M ragged."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tiles_m = -(-(sms * 3 // 2) // 16)  # N = 2048: 16 tiles per tile row
+    return tiles_m * 256 - 40, 2048, 1024
+
+
+@requires_cuda
+def test_streamk_by_rule_matches_reference():
+    """A partial last wave: `cfg:<name>` (the rule: stream-K tail) against `:s1` (none) and a
+    float64 reference, and addmm through the dispatcher with alpha and beta."""
+    m, n, k = partial_wave_shape()
+    a = make_tensor((m, k), device="cuda", seed=31)
+    b = make_tensor((k, n), device="cuda", seed=32)
+    ref = a.double() @ b.double()
+    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
+    tail = G.run_ladder(f"cfg:{RING_TALL}", a, b)
+    plain = G.run_ladder(f"cfg:{RING_TALL}:s1", a, b)
+    assert rel_err(tail, ref) < F32_TOL and rel_err(plain, ref) < F32_TOL
+    assert torch.equal(tail, G.run_ladder(f"cfg:{RING_TALL}", a, b)), "not deterministic"
+    c = make_tensor((m, n), device="cuda", seed=33)
+    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
+    out = cudasteps.addmm(c, a, b, beta=0.5, alpha=2.0)
+    err = rel_err(out, 0.5 * c.double() + 2.0 * ref)
+    assert err < F32_TOL, f"addmm {m}x{n}x{k}: rel err {err}"
+
+
+@requires_cuda
+def test_streamk_step_on_the_ladder():
+    m, n, k = partial_wave_shape()
+    a = make_tensor((m, k), device="cuda", seed=41)
+    b = make_tensor((k, n), device="cuda", seed=42)
+    check("stream_k_tail", a, b, "partial last wave")
+    check("stream_k_tail", a[:300, :516].contiguous(), b[:516, :388].contiguous(), "below one wave")
+
+
+@requires_cuda
+@pytest.mark.parametrize("suffix", ["sx", "s0", "s65", "s", "k"])
+def test_cfg_suffix_errors(suffix):
+    a = make_tensor((8, 8), device="cuda")
+    with pytest.raises(
+        RuntimeError,
+        match=r"cudasteps.ladder_mm: (variant suffix must be :s<splits> \(e.g. :s4\) or :sk"
+        r"|splits must be in \[1, 64\])",
+    ):
+        G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, a)
+
+
 # ---------------------------------------------------------------- the dispatcher (CUDA)
 
 

@@ -48,6 +48,8 @@
 //                           per thread per slice; 1 unaligned), 37 KiB shared memory, 239-249
 //                           registers; the unaligned TN instantiation spills 12 bytes. The
 //                           table's choice for every aligned layout of large products.
+// The ring configs add the stream-K tail (gemm_tiles.cuh) where streamk_pays: the last, partial
+// wave of tiles shared over all SMs by K iterations, with a deterministic fix-up.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
 // scripts/sgemm_sweep.py --emit), see choose_config for the rule between measured shapes.
 //
@@ -117,30 +119,35 @@ void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
 }
 
 // The stream-K tail (StreamKParams in gemm_tiles.cuh): sgemm_kernel on the full waves' tiles
-// [0, dp_tiles), then sgemm_streamk_kernel on the tail. 16-byte aligned operands only.
-template <class Cfg, bool ALayoutK, bool BLayoutK>
+// [0, dp_tiles), then sgemm_streamk_kernel on the tail.
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStream_t stream) {
   if (sk.dp_tiles > 0) {
-    auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, true>;
+    auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
     tc::configure_smem_once(kernel, Cfg::kSmemBytes);
     kernel<<<unsigned(sk.dp_tiles), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  auto kernel = sgemm_streamk_kernel<Cfg, ALayoutK, BLayoutK, true>;
+  auto kernel = sgemm_streamk_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
   tc::configure_smem_once(kernel, Cfg::kSmemBytes);
   kernel<<<unsigned(sk.blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, sk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <class Cfg>
-void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k,
+void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k, bool vec,
                     cudaStream_t stream) {
-  if (a_k) {
-    if (b_k) return launch_streamk_one<Cfg, true, true>(p, sk, stream);
-    return launch_streamk_one<Cfg, true, false>(p, sk, stream);
+  const int idx = (a_k ? 4 : 0) + (b_k ? 2 : 0) + (vec ? 1 : 0);
+  switch (idx) {
+    case 0: return launch_streamk_one<Cfg, false, false, false>(p, sk, stream);
+    case 1: return launch_streamk_one<Cfg, false, false, true>(p, sk, stream);
+    case 2: return launch_streamk_one<Cfg, false, true, false>(p, sk, stream);
+    case 3: return launch_streamk_one<Cfg, false, true, true>(p, sk, stream);
+    case 4: return launch_streamk_one<Cfg, true, false, false>(p, sk, stream);
+    case 5: return launch_streamk_one<Cfg, true, false, true>(p, sk, stream);
+    case 6: return launch_streamk_one<Cfg, true, true, false>(p, sk, stream);
+    default: return launch_streamk_one<Cfg, true, true, true>(p, sk, stream);
   }
-  if (b_k) return launch_streamk_one<Cfg, false, true>(p, sk, stream);
-  return launch_streamk_one<Cfg, false, false>(p, sk, stream);
 }
 
 // Picks the instantiation for the operands' layouts and alignment.
@@ -166,14 +173,14 @@ struct ConfigEntry {
   int min_blocks;
   void (*launch)(const SgemmParams&, bool, bool, bool, int, cudaStream_t);
   // The stream-K tail (the ring configs), or nullptr.
-  void (*launch_streamk)(const SgemmParams&, const StreamKParams&, bool, bool, cudaStream_t);
+  void (*launch_streamk)(const SgemmParams&, const StreamKParams&, bool, bool, bool, cudaStream_t);
 };
 
 template <class Cfg>
 constexpr ConfigEntry entry(const char* name) {
   if constexpr (Cfg::Stages >= 3) {
-    return ConfigEntry{name,           Cfg::BM,           Cfg::BN, Cfg::BK, Cfg::MinBlocks,
-                       &launch_cfg<Cfg>, &launch_streamk<Cfg>};
+    return ConfigEntry{name,          Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, &launch_cfg<Cfg>,
+                       &launch_streamk<Cfg>};
   } else {
     return ConfigEntry{name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, &launch_cfg<Cfg>, nullptr};
   }
@@ -756,11 +763,12 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   }
   // The stream-K tail: the full waves' tiles, then the last wave's K iterations shared by one block
   // per SM (gemm_tiles.cuh). Its workspace: two tile-sized slots per block and a counter per tail
-  // tile (zeroed here; the kernel leaves them zero, but a fresh buffer is not).
-  const int64_t sms = sm_count(), tiles = tiles_m * tiles_n, iters_per_tile = ceil_div<int64_t>(K, bk);
+  // tile.
+  const int64_t sms = sm_count(), tiles = tiles_m * tiles_n;
+  const int64_t iters_per_tile = ceil_div<int64_t>(K, bk);
   const int64_t tail = tiles < sms ? tiles : tiles % sms;
   const bool use_streamk =
-      legacy != nullptr && legacy->launch_streamk != nullptr && vec && splits == 1 && tail > 0 &&
+      legacy != nullptr && legacy->launch_streamk != nullptr && splits == 1 && tail > 0 &&
       (streamk == StreamK::kOn ||
        (streamk == StreamK::kAuto && streamk_pays(tiles, sms, iters_per_tile)));
   if (use_streamk) {
@@ -773,7 +781,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     const at::Tensor counters = at::zeros({tail}, out.options().dtype(at::kInt));
     sk.workspace = workspace.data_ptr<float>();
     sk.counters = counters.data_ptr<int>();
-    legacy->launch_streamk(p, sk, a_k, b_k, stream);
+    legacy->launch_streamk(p, sk, a_k, b_k, vec, stream);
   } else if (legacy != nullptr) {
     legacy->launch(p, a_k, b_k, vec, splits, stream);
   } else {

@@ -18,7 +18,7 @@ enum class StreamK { kAuto, kOff, kOn };
 // out[M, N] = alpha * a @ b + beta * addend, freshly allocated and contiguous. a, b: 2-D float32
 // or float64 CUDA tensors of any strides (checked by the caller). force_config: an index into the
 // config table (-1: chosen by shape); force_splits: split-K factor (0: chosen by shape); streamk:
-// the stream-K tail, used only without split-K, by a ring config, on 16-byte aligned rows.
+// the stream-K tail, used only without split-K, by a ring config.
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                      double beta, int force_config = -1, int force_splits = 0,
                      StreamK streamk = StreamK::kAuto);

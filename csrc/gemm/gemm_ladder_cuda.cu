@@ -31,8 +31,14 @@
 //                  operands are K-contiguous) instead of one, and lean copy state (rows past the
 //                  edge read the last row, no per-copy predicate along M or N), which keeps the
 //                  8 4-byte copies of A per slice spill-free.
-//   final          the dispatcher mm() uses (config table chosen by shape, split-K).
-//   cfg:<name>[:s<S>]  one entry of the config table by name, optionally with split-K factor S.
+//   stream_k_tail  + the stream-K tail (gemm_tiles.cuh): the tiles of the full waves as before, the
+//                  last, partial wave's K iterations shared evenly by one block per SM, each
+//                  tile's parts added up in block order by the block that writes its last part.
+//   final          the dispatcher mm() uses (config table chosen by shape, split-K, the stream-K
+//                  tail where it pays).
+//   cfg:<name>[:s<S>|:sk]  one entry of the config table by name, as mm would run it (the stream-K
+//                  tail by its rule), or with split-K factor S (no stream-K tail), or with the
+//                  stream-K tail whenever the last wave is partial (:sk; also below one wave).
 //
 // The tensor-core ladder (bf16, fp16, and float32 as TF32 whatever torch's TF32 switch says),
 // any layout, run through tc_gemm_cuda:
@@ -233,7 +239,7 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 }
 
 // The cp.async ladder steps that are table configs: the last multistage step (every feature on),
-// then the two steps of gemm_tiles.cuh's k-major ring.
+// then the three steps of gemm_tiles.cuh's k-major ring.
 struct StepConfig {
   const char* step;
   const char* config;
@@ -242,12 +248,14 @@ constexpr StepConfig kTableConfigSteps[] = {
     {"swizzled_raster", "cp3_128x128x16_w64x32_t8x8_fdb_se"},
     {"cp_async_kmajor", "ring3_128x256x8_w64x64_t8x16"},
     {"grouped_copies", "ring3_256x128x8_w64x64_t16x8"},
+    {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8"},
 };
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "cp_async_kmajor, grouped_copies, final, cfg:<name>[:s<splits>], tc:mma, tc:ldmatrix_cp_async, "
+    "cp_async_kmajor, grouped_copies, stream_k_tail, final, cfg:<name>[:s<splits>|:sk], tc:mma, "
+    "tc:ldmatrix_cp_async, "
     "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], "
     "tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
 
@@ -336,7 +344,7 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
     CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                     "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                     self.strides(), " and ", mat2.strides());
-    return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, main_config(), 1);
+    return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, main_config(), 1, StreamK::kOff);
   }
   {
     // The cp.async steps: row-major operands (unaligned rows take sgemm_kernel, as in mm).
@@ -348,27 +356,37 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                       self.strides(), " and ", mat2.strides());
-      return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1);
+      // Only the stream_k_tail step adds the stream-K tail; the steps before it run without.
+      const StreamK streamk = variant == "stream_k_tail" ? StreamK::kOn : StreamK::kOff;
+      return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1, streamk);
     }
   }
   if (variant.rfind("cfg:", 0) == 0) {
     std::string name = variant.substr(4);
     int splits = 1;
+    StreamK streamk = StreamK::kAuto;  // as mm would run the config
     const auto colon = name.find(':');
     if (colon != std::string::npos) {
       const std::string suffix = name.substr(colon + 1);
       name = name.substr(0, colon);
-      CUDASTEPS_CHECK(suffix.size() >= 2 && suffix[0] == 's' &&
-                          suffix.find_first_not_of("0123456789", 1) == std::string::npos &&
-                          suffix.size() <= 4,
-                      kOp, "variant suffix must be :s<splits> (e.g. :s4), got '", suffix, "'");
-      splits = std::stoi(suffix.substr(1));
-      CUDASTEPS_CHECK(splits >= 1 && splits <= 64, kOp, "splits must be in [1, 64], got ", splits);
+      if (suffix == "sk") {
+        streamk = StreamK::kOn;
+      } else {
+        CUDASTEPS_CHECK(suffix.size() >= 2 && suffix[0] == 's' &&
+                            suffix.find_first_not_of("0123456789", 1) == std::string::npos &&
+                            suffix.size() <= 4,
+                        kOp, "variant suffix must be :s<splits> (e.g. :s4) or :sk, got '", suffix,
+                        "'");
+        splits = std::stoi(suffix.substr(1));
+        CUDASTEPS_CHECK(splits >= 1 && splits <= 64, kOp, "splits must be in [1, 64], got ",
+                        splits);
+        streamk = StreamK::kOff;
+      }
     }
     const int config = find_config(name);
     CUDASTEPS_CHECK(config >= 0, kOp, "config must be one of ", config_names(), ", got '", name,
                     "'");
-    return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, config, splits);
+    return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, config, splits, streamk);
   }
 
   CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,

@@ -379,7 +379,7 @@ struct StreamKParams {
   int iters_per_tile;  // ceil(K / BK)
   int64_t iters;       // tail * iters_per_tile
   float* workspace;    // blocks * 2 slots of BM * BN floats
-  int* counters;       // one per tail tile, zero before the launch (the kernel leaves them zero)
+  int* counters;       // parts written, one per tail tile, zero before the launch
 };
 
 // First tail iteration of block b's range.
@@ -629,7 +629,6 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     __shared__ int is_last;
     if (tid == 0) {
       is_last = atomicAdd(sk.counters + t, 1) == parts - 1;
-      if (is_last) sk.counters[t] = 0;  // ready for the next launch that uses this workspace
     }
     __syncthreads();
     if (!is_last) return;
@@ -719,8 +718,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     const int t = int(it / ipt);
     const int kb = int(it % ipt);
     const int ke = end - it < ipt - kb ? kb + int(end - it) : ipt;
-    if (it != begin) __syncthreads();  // every thread is done with the ring and flag of the last part
-    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t, int64_t(kb) * Cfg::BK,
+    // Every thread is done with the ring and the last-part flag of the first part.
+    if (it != begin) __syncthreads();
+    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t,
+                                                   int64_t(kb) * Cfg::BK,
                                                    min(int64_t(ke) * Cfg::BK, p.K), sk);
     it += ke - kb;
   }

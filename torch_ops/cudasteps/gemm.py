@@ -42,11 +42,14 @@ LADDER = (
     "swizzled_raster",
     "cp_async_kmajor",
     "grouped_copies",
+    "stream_k_tail",
     "final",
 )
 
 # The config table of the final kernel, each runnable by name through ladder_mm ("cfg:<name>"),
-# optionally with a split-K factor ("cfg:<name>:s<splits>"). Index 0 is the main config. The
+# optionally with a split-K factor ("cfg:<name>:s<splits>") or the stream-K tail forced on
+# ("cfg:<name>:sk"; without a suffix a ring config takes it where mm would). Index 0 is the main
+# config. The
 # ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm_multistage.cuh);
 # the others the tile kernel of csrc/gemm/gemm_tiles.cuh: ``ring<stages>_*`` its cp.async ring
 # into k-major tiles, the rest its register-staged double buffer, which also runs the multistage
@@ -154,7 +157,7 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Run one step of a gemm ladder (CUDA, 2-D operands).
 
     SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
-    ``grouped_copies`` need contiguous operands; ``final`` and ``cfg:*`` take any
+    ``stream_k_tail`` need contiguous operands; ``final`` and ``cfg:*`` take any
     layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
     or float32 computed in TF32 whatever torch's switch says; any layout. For tuning sweeps,
     ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
