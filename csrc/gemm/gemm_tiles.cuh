@@ -387,7 +387,7 @@ __host__ __device__ __forceinline__ int64_t streamk_begin(const StreamKParams& s
   return int64_t(b) * sk.iters / sk.blocks;
 }
 
-// The block whose range holds tail iteration `it` (ranges may be empty when iters < blocks).
+// The block whose range holds tail iteration `it` (no range is empty: blocks <= iters).
 __device__ __forceinline__ int streamk_block_of(const StreamKParams& sk, int64_t it) {
   int b = int(it * sk.blocks / sk.iters);
   while (b > 0 && streamk_begin(sk, b) > it) --b;
