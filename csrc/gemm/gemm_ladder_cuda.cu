@@ -255,9 +255,9 @@ const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
     "cp_async_kmajor, grouped_copies, stream_k_tail, final, cfg:<name>[:s<splits>|:sk], tc:mma, "
-    "tc:ldmatrix_cp_async, "
-    "tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, tc:ws_persistent[:bn<128|256>][:s<splits>], "
-    "tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, tc:final";
+    "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
+    "tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, "
+    "tc:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
 TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
