@@ -50,7 +50,9 @@ def fp32_tail(t, c, coef):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--degree", type=int, default=8)
     parser.add_argument("--c", type=float, default=0.265, help="C of s = 1 / (1 + C t)")
     parser.add_argument("--search", action="store_true", help="print the error for C on a grid first")
@@ -83,7 +85,10 @@ def main():
     rel_deriv = np.abs(deriv - ref[:, 1]) / ref[:, 2]
     for lo, hi in [(-13, -6), (-6, -1), (-1, 1), (1, 13)]:
         sel = (z >= lo) & (z < hi)
-        print(f"z in [{lo:3d}, {hi:3d}): gelu rel err {rel_value[sel].max():.2e}, derivative {rel_deriv[sel].max():.2e}")
+        print(
+            f"z in [{lo:3d}, {hi:3d}): gelu rel err {rel_value[sel].max():.2e}, "
+            f"derivative {rel_deriv[sel].max():.2e}"
+        )
 
 
 if __name__ == "__main__":

@@ -104,16 +104,20 @@ def smoke_gemm(dev):
         check(
             f"ladder mm {v} aligned", cudasteps.ladder.run("gemm", v, a, b), a.double() @ b.double(), tol=1e-4
         )
-    # The stream-K tail forced on (below one wave: every tile shared over all SMs, parts written
-    # to the workspace and summed by the last block), row- and column-major operands.
+    # The ring configs in every aligned layout (their FFMA order differs by layout), without and
+    # with the stream-K tail forced on (below one wave: every tile shared over all SMs, parts
+    # written to the workspace and summed by the last block).
+    col = {"a": a.t().contiguous().t(), "b": b.t().contiguous().t()}
+    layouts = {"NN": (a, b), "NT": (a, col["b"]), "TN": (col["a"], b), "TT": (col["a"], col["b"])}
     for c in cudasteps.gemm.RING_CONFIGS:
-        for lay, (x, y) in {"NN": (a, b), "TT": (a.t().contiguous().t(), b.t().contiguous().t())}.items():
-            check(
-                f"ladder mm cfg:{c}:sk {lay}",
-                cudasteps.ladder.run("gemm", f"cfg:{c}:sk", x, y),
-                x.double() @ y.double(),
-                tol=1e-4,
-            )
+        for lay, (x, y) in layouts.items():
+            for suffix in ("s1", "sk"):
+                check(
+                    f"ladder mm cfg:{c}:{suffix} {lay}",
+                    cudasteps.ladder.run("gemm", f"cfg:{c}:{suffix}", x, y),
+                    x.double() @ y.double(),
+                    tol=1e-4,
+                )
     views = {
         "NN": (torch.randn(131, 68, device=dev)[:, :66], torch.randn(66, 136, device=dev)[:, :130]),
         "TT": (torch.randn(66, 132, device=dev)[:, :131].t(), torch.randn(130, 68, device=dev)[:, :66].t()),

@@ -312,8 +312,28 @@ def test_streamk_step_on_the_ladder():
     m, n, k = partial_wave_shape()
     a = make_tensor((m, k), device="cuda", seed=41)
     b = make_tensor((k, n), device="cuda", seed=42)
-    check("stream_k_tail", a, b, "partial last wave")
-    check("stream_k_tail", a[:300, :516].contiguous(), b[:516, :388].contiguous(), "below one wave")
+    for step in ("stream_k_tail", "serpentine_fma"):
+        check(step, a, b, "partial last wave")
+        check(step, a[:300, :516].contiguous(), b[:516, :388].contiguous(), "below one wave")
+
+
+@requires_cuda
+@pytest.mark.parametrize("suffix", ["s1", "sk"])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_serpentine_fma_same_bits(suffix, ta, tb):
+    """The FFMA order (TileConfig::SerpentineFma) changes registers, not sums: the table's ring
+    config and its row-order twin agree bit for bit, in sgemm_kernel and in the stream-K kernel,
+    in every layout (a partial last wave, M and N ragged)."""
+    m, n, k = partial_wave_shape()
+    n -= 36
+    a = layout(make_tensor((m, k), device="cuda", seed=51), ta)
+    b = layout(make_tensor((k, n), device="cuda", seed=52), tb)
+    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
+    serpentine = G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, b)
+    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
+    rows = G.run_ladder(f"cfg:{RING_TALL}_rowfma:{suffix}", a, b)
+    assert rel_err(serpentine, ref_mm(a, b)) < F32_TOL
+    assert torch.equal(serpentine, rows), f":{suffix} ta={ta} tb={tb}: the two FFMA orders differ"
 
 
 @requires_cuda

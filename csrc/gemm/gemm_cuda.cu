@@ -47,7 +47,11 @@
 //                           per k step (2 when both operands are K-contiguous: 12 4-byte copies
 //                           per thread per slice; 1 unaligned), 37 KiB shared memory, 239-249
 //                           registers; the unaligned TN instantiation spills 12 bytes. The
-//                           table's choice for every aligned layout of large products.
+//                           table's choice for every aligned layout of large products. Its
+//                           FFMAs run in serpentine order where that measured faster (TN and
+//                           NT; the stream-K kernel also in NN), see TileConfig::SerpentineFma.
+//   ring3_256x128x8_w64x64_t16x8_rowfma  the same with row-order FFMAs in every instantiation (the
+//                           ladder's grouped_copies and stream_k_tail steps).
 // The ring configs add the stream-K tail (gemm_tiles.cuh) where streamk_pays: the last, partial
 // wave of tiles shared over all SMs by K iterations, with a deterministic fix-up.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
@@ -104,7 +108,16 @@ using CfgW64x64 = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, true, 2, 1>;
 // The cp.async ring (Stages >= 3, sm_80+): the k loop is always fully unrolled there.
 // CopyGroup: copies issued per k step (aligned; both operands K-contiguous; unaligned).
 using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 4, 3, 1>;
-using CfgRingTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
+// The 256x128 ring in two FFMA orders (TileConfig::SerpentineFma): row by row everywhere (the
+// grouped_copies and stream_k_tail ladder steps), and the table's config, serpentine where it
+// measured faster: sgemm_kernel in TN and NT, the stream-K kernel in TN, NT and NN.
+using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
+constexpr unsigned kRingTallSerpentine =
+    fma_order_bit(false, false, false) | fma_order_bit(true, true, false) |  // TN, NT
+    fma_order_bit(false, false, true) | fma_order_bit(true, true, true) |    // stream-K TN, NT
+    fma_order_bit(true, false, true);                                        // stream-K NN
+using CfgRingTall =
+    TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1, kRingTallSerpentine>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
@@ -199,6 +212,7 @@ const ConfigEntry kConfigs[] = {
     entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
     entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
     entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
+    entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 constexpr int kMainConfig = 0;

@@ -26,14 +26,18 @@
 //                  tiles k-major (4-byte copies transpose a K-contiguous operand), so one k step
 //                  is 6 LDS.128 for 128 FFMA as in double_buffer, with no register staging; the
 //                  copies spread over the slice's k steps, the barrier before the last one.
-//   grouped_copies the same ring on cuBLAS's 256x128x8 tile, 16x8 per thread (the table config
-//                  ring3_256x128x8_w64x64_t16x8): copies a few per k step (3; 2 when both
+//   grouped_copies the same ring on cuBLAS's 256x128x8 tile, 16x8 per thread (the config
+//                  ring3_256x128x8_w64x64_t16x8_rowfma): copies a few per k step (3; 2 when both
 //                  operands are K-contiguous) instead of one, and lean copy state (rows past the
 //                  edge read the last row, no per-copy predicate along M or N), which keeps the
 //                  8 4-byte copies of A per slice spill-free.
 //   stream_k_tail  + the stream-K tail (gemm_tiles.cuh): the tiles of the full waves as before, the
 //                  last, partial wave's K iterations shared evenly by one block per SM, each
 //                  tile's parts added up in block order by the block that writes its last part.
+//   serpentine_fma + the FFMAs of a k step in serpentine order where that measured faster (the
+//                  table config ring3_256x128x8_w64x64_t16x8; TileConfig::SerpentineFma): the same
+//                  sums bit for bit, another register assignment. Row-major operands are NN:
+//                  there it changes the stream-K kernel only (TN and NT also sgemm_kernel).
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K, the stream-K
 //                  tail where it pays).
 //   cfg:<name>[:s<S>|:sk]  one entry of the config table by name, as mm would run it (the stream-K
@@ -239,7 +243,7 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
 }
 
 // The cp.async ladder steps that are table configs: the last multistage step (every feature on),
-// then the three steps of gemm_tiles.cuh's k-major ring.
+// then the four steps of gemm_tiles.cuh's k-major ring.
 struct StepConfig {
   const char* step;
   const char* config;
@@ -247,14 +251,16 @@ struct StepConfig {
 constexpr StepConfig kTableConfigSteps[] = {
     {"swizzled_raster", "cp3_128x128x16_w64x32_t8x8_fdb_se"},
     {"cp_async_kmajor", "ring3_128x256x8_w64x64_t8x16"},
-    {"grouped_copies", "ring3_256x128x8_w64x64_t16x8"},
-    {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8"},
+    {"grouped_copies", "ring3_256x128x8_w64x64_t16x8_rowfma"},
+    {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8_rowfma"},
+    {"serpentine_fma", "ring3_256x128x8_w64x64_t16x8"},
 };
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "cp_async_kmajor, grouped_copies, stream_k_tail, final, cfg:<name>[:s<splits>|:sk], tc:mma, "
+    "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, final, "
+    "cfg:<name>[:s<splits>|:sk], tc:mma, "
     "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
     "tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, "
     "tc:final";
@@ -356,8 +362,9 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                       self.strides(), " and ", mat2.strides());
-      // Only the stream_k_tail step adds the stream-K tail; the steps before it run without.
-      const StreamK streamk = variant == "stream_k_tail" ? StreamK::kOn : StreamK::kOff;
+      // The stream-K tail from stream_k_tail on; the steps before it run without.
+      const bool tail = variant == "stream_k_tail" || variant == "serpentine_fma";
+      const StreamK streamk = tail ? StreamK::kOn : StreamK::kOff;
       return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1, streamk);
     }
   }

@@ -58,6 +58,12 @@ constexpr int kSmemPad = 4;
 // blocks share B column panels and A row panels while they are still in L2.
 constexpr int kGroupM = 8;
 
+// TileConfig::SerpentineFma's bit for an instantiation: the layout (ALayoutK: A contiguous along K,
+// BLayoutK: B contiguous along K), and the kernel (sgemm_kernel, or stream-K's tail kernel).
+constexpr unsigned fma_order_bit(bool a_layout_k, bool b_layout_k, bool stream_k) {
+  return 1u << ((a_layout_k ? 2 : 0) + (b_layout_k ? 1 : 0) + (stream_k ? 4 : 0));
+}
+
 // The compile-time shape of one kernel instantiation.
 //   BM x BN  block tile (outputs per block)        BK  K-depth of one shared-memory slice
 //   WM x WN  warp tile (outputs per warp)          TM x TN  thread tile (accumulators per thread)
@@ -76,9 +82,16 @@ constexpr int kGroupM = 8;
 //            instantiation. No one rule fits ptxas's schedules: on an H100 at 4096^3, 256x128x8
 //            NN ran 0.97x of cuBLAS with 1 or 2 per step, 0.98x with 3, 0.84x with all 9 at
 //            once, NT 0.99x with 2 and 0.96x with 3; 128x256x8 NN 0.87x with 1, 0.93x with 4.
+//   SerpentineFma  which instantiations issue a k step's TM x TN FFMAs in serpentine order (rows
+//            of the thread tile alternately left to right and right to left) instead of row by
+//            row: a bit per layout and kernel, fma_order_bit above; aligned (Vec) only. The
+//            results are the same bit for bit (each accumulator gets the same FFMAs in the same
+//            k order); what changes is ptxas's register assignment, so which operands share a
+//            register bank. No order wins everywhere (256x128x8 on an H100, against row order:
+//            TN +3%, NT +2%, the stream-K kernel NN better, sgemm_kernel NN 0.8% worse).
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, bool WarpTile_,
           int MinBlocks_, int KUnroll_ = BK_, int CopyGroup_ = 1, int CopyGroupKK_ = CopyGroup_,
-          int CopyGroupUnaligned_ = CopyGroup_>
+          int CopyGroupUnaligned_ = CopyGroup_, unsigned SerpentineFma_ = 0>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
   static constexpr int Stages = Stages_;
@@ -97,6 +110,7 @@ struct TileConfig {
   static constexpr size_t kSmemBytes = size_t(Stages) * kStageFloats * sizeof(float);
   static constexpr int CopyGroup = CopyGroup_, CopyGroupKK = CopyGroupKK_;
   static constexpr int CopyGroupUnaligned = CopyGroupUnaligned_;
+  static constexpr unsigned SerpentineFma = SerpentineFma_;
 
   static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile is made of 4x4 sub-tiles");
   static_assert(BK % 4 == 0, "BK holds whole 16-byte chunks");
@@ -441,11 +455,16 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     load_fragment<Cfg::TN>(f.b, Bs + k * Cfg::kStrideB + col0, col_step);
   };
   // TM x TN outer product of one k.
+  constexpr bool kSerpentine =
+      Vec && (Cfg::SerpentineFma & fma_order_bit(ALayoutK, BLayoutK, StreamK)) != 0;
   auto fma_frag = [&](const Frag& f) {
 #pragma unroll
     for (int r = 0; r < Cfg::TM; ++r)
 #pragma unroll
-      for (int c = 0; c < Cfg::TN; ++c) acc[r][c] = fmaf(f.a[r], f.b[c], acc[r][c]);
+      for (int i = 0; i < Cfg::TN; ++i) {
+        const int c = kSerpentine && (r & 1) ? Cfg::TN - 1 - i : i;
+        acc[r][c] = fmaf(f.a[r], f.b[c], acc[r][c]);
+      }
   };
   // Every k of the slice held in (As, Bs).
   auto compute_slice = [&](const float* __restrict__ As, const float* __restrict__ Bs) {

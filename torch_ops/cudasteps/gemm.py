@@ -43,6 +43,7 @@ LADDER = (
     "cp_async_kmajor",
     "grouped_copies",
     "stream_k_tail",
+    "serpentine_fma",
     "final",
 )
 
@@ -66,6 +67,7 @@ CONFIGS = (
     "128x128x16_w64x64_t8x16",
     "ring3_128x256x8_w64x64_t8x16",
     "ring3_256x128x8_w64x64_t16x8",
+    "ring3_256x128x8_w64x64_t16x8_rowfma",
     "cp3_128x128x16_w64x32_t8x8_fdb_se",
     "cp3_128x128x16_w64x32_t8x8",
     "cp4_128x128x8_w64x32_t8x8_occ2",
@@ -157,7 +159,7 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Run one step of a gemm ladder (CUDA, 2-D operands).
 
     SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
-    ``stream_k_tail`` need contiguous operands; ``final`` and ``cfg:*`` take any
+    ``serpentine_fma`` need contiguous operands; ``final`` and ``cfg:*`` take any
     layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
     or float32 computed in TF32 whatever torch's switch says; any layout. For tuning sweeps,
     ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
