@@ -318,22 +318,24 @@ def test_streamk_step_on_the_ladder():
 
 
 @requires_cuda
+@pytest.mark.parametrize("config", [c for c in G.RING_CONFIGS if not c.endswith("_rowfma")])
 @pytest.mark.parametrize("suffix", ["s1", "sk"])
 @pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
-def test_serpentine_fma_same_bits(suffix, ta, tb):
-    """The FFMA order (TileConfig::SerpentineFma) changes registers, not sums: the table's ring
-    config and its row-order twin agree bit for bit, in sgemm_kernel and in the stream-K kernel,
-    in every layout (a partial last wave, M and N ragged)."""
+def test_serpentine_fma_same_bits(config, suffix, ta, tb):
+    """The FFMA order (TileConfig::SerpentineFma) changes registers, not sums: a table ring config
+    and its row-order twin agree bit for bit, in sgemm_kernel and in the stream-K kernel, in every
+    layout (a partial last wave, M and N ragged)."""
+    assert f"{config}_rowfma" in G.RING_CONFIGS
     m, n, k = partial_wave_shape()
     n -= 36
     a = layout(make_tensor((m, k), device="cuda", seed=51), ta)
     b = layout(make_tensor((k, n), device="cuda", seed=52), tb)
-    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
-    serpentine = G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, b)
-    poison_allocator(m * n, streamk_workspace_numel(RING_TALL))
-    rows = G.run_ladder(f"cfg:{RING_TALL}_rowfma:{suffix}", a, b)
+    poison_allocator(m * n, streamk_workspace_numel(config))
+    serpentine = G.run_ladder(f"cfg:{config}:{suffix}", a, b)
+    poison_allocator(m * n, streamk_workspace_numel(config))
+    rows = G.run_ladder(f"cfg:{config}_rowfma:{suffix}", a, b)
     assert rel_err(serpentine, ref_mm(a, b)) < F32_TOL
-    assert torch.equal(serpentine, rows), f":{suffix} ta={ta} tb={tb}: the two FFMA orders differ"
+    assert torch.equal(serpentine, rows), f"{config}:{suffix} ta={ta} tb={tb}: FFMA orders differ"
 
 
 @requires_cuda

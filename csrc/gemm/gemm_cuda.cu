@@ -47,11 +47,12 @@
 //                           per k step (2 when both operands are K-contiguous: 12 4-byte copies
 //                           per thread per slice; 1 unaligned), 37 KiB shared memory, 239-249
 //                           registers; the unaligned TN instantiation spills 12 bytes. The
-//                           table's choice for every aligned layout of large products. Its
-//                           FFMAs run in serpentine order where that measured faster (TN and
-//                           NT; the stream-K kernel also in NN), see TileConfig::SerpentineFma.
-//   ring3_256x128x8_w64x64_t16x8_rowfma  the same with row-order FFMAs in every instantiation (the
-//                           ladder's grouped_copies and stream_k_tail steps).
+//                           table's choice for every aligned layout of large products.
+//   The ring configs issue a k step's FFMAs in serpentine order where that measured faster
+//   (TileConfig::SerpentineFma; the 256x128 ring all but sgemm_kernel NN, the 128x256 ring
+//   everywhere); the `_rowfma` twins (ring3_128x256x8_w64x64_t8x16_rowfma,
+//   ring3_256x128x8_w64x64_t16x8_rowfma) keep row order everywhere, for the ladder steps before
+//   serpentine_fma.
 // The ring configs add the stream-K tail (gemm_tiles.cuh) where streamk_pays: the last, partial
 // wave of tiles shared over all SMs by K iterations, with a deterministic fix-up.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
@@ -79,6 +80,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common/autograd.h"
@@ -107,17 +109,19 @@ using CfgTall = TileConfig<256, 128, 8, 64, 64, 16, 8, 2, true, 1, 8>;
 using CfgW64x64 = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, true, 2, 1>;
 // The cp.async ring (Stages >= 3, sm_80+): the k loop is always fully unrolled there.
 // CopyGroup: copies issued per k step (aligned; both operands K-contiguous; unaligned).
-using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 4, 3, 1>;
-// The 256x128 ring in two FFMA orders (TileConfig::SerpentineFma): row by row everywhere (the
-// grouped_copies and stream_k_tail ladder steps), and the table's config, serpentine where it
-// measured faster: sgemm_kernel in TN and NT, the stream-K kernel in TN, NT and NN.
-using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
-constexpr unsigned kRingTallSerpentine =
-    fma_order_bit(false, false, false) | fma_order_bit(true, true, false) |  // TN, NT
-    fma_order_bit(false, false, true) | fma_order_bit(true, true, true) |    // stream-K TN, NT
-    fma_order_bit(true, false, true);                                        // stream-K NN
+// Each ring config comes in two FFMA orders (TileConfig::SerpentineFma): the table's, serpentine
+// wherever that measured faster (H100, 4096^3, against row order), and a `_rowfma` twin in row
+// order everywhere, which the ladder steps before serpentine_fma run.
+//   128x256 (8x16 per thread): serpentine everywhere (NN +2.4%, NT +1.8%, TN +4.6%, TT +8.7%).
+//   256x128 (16x8 per thread): serpentine except sgemm_kernel NN (0.8% slower there); sgemm_kernel
+//   TN +3%, NT +2%, TT +1.4%; the stream-K kernel's gain shows in NN as 0.994x -> 1.011x overall.
+constexpr unsigned kAllSerpentine = 0xffu;
+constexpr unsigned kRingTallSerpentine = kAllSerpentine & ~fma_order_bit(true, false, false);
+using CfgRingWide = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 4, 3, 1, kAllSerpentine>;
+using CfgRingWideRowFma = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 4, 3, 1>;
 using CfgRingTall =
     TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1, kRingTallSerpentine>;
+using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
 
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
@@ -147,37 +151,38 @@ void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStrea
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Calls f(ALayoutK, BLayoutK, Vec), each a std::bool_constant, for the operands' layouts and
+// alignment: the one place that maps run-time flags onto the 8 kernel instantiations.
+template <class F>
+void with_instantiation(bool a_k, bool b_k, bool vec, F&& f) {
+  auto pick_vec = [&](auto a, auto b) {
+    if (vec) return f(a, b, std::true_type{});
+    return f(a, b, std::false_type{});
+  };
+  auto pick_b = [&](auto a) {
+    if (b_k) return pick_vec(a, std::true_type{});
+    return pick_vec(a, std::false_type{});
+  };
+  if (a_k) return pick_b(std::true_type{});
+  return pick_b(std::false_type{});
+}
+
 template <class Cfg>
 void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k, bool vec,
                     cudaStream_t stream) {
-  const int idx = (a_k ? 4 : 0) + (b_k ? 2 : 0) + (vec ? 1 : 0);
-  switch (idx) {
-    case 0: return launch_streamk_one<Cfg, false, false, false>(p, sk, stream);
-    case 1: return launch_streamk_one<Cfg, false, false, true>(p, sk, stream);
-    case 2: return launch_streamk_one<Cfg, false, true, false>(p, sk, stream);
-    case 3: return launch_streamk_one<Cfg, false, true, true>(p, sk, stream);
-    case 4: return launch_streamk_one<Cfg, true, false, false>(p, sk, stream);
-    case 5: return launch_streamk_one<Cfg, true, false, true>(p, sk, stream);
-    case 6: return launch_streamk_one<Cfg, true, true, false>(p, sk, stream);
-    default: return launch_streamk_one<Cfg, true, true, true>(p, sk, stream);
-  }
+  with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
+    launch_streamk_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, sk,
+                                                                                      stream);
+  });
 }
 
 // Picks the instantiation for the operands' layouts and alignment.
 template <class Cfg>
 void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, int splits,
                 cudaStream_t stream) {
-  const int idx = (a_k ? 4 : 0) + (b_k ? 2 : 0) + (vec ? 1 : 0);
-  switch (idx) {
-    case 0: return launch_one<Cfg, false, false, false>(p, splits, stream);
-    case 1: return launch_one<Cfg, false, false, true>(p, splits, stream);
-    case 2: return launch_one<Cfg, false, true, false>(p, splits, stream);
-    case 3: return launch_one<Cfg, false, true, true>(p, splits, stream);
-    case 4: return launch_one<Cfg, true, false, false>(p, splits, stream);
-    case 5: return launch_one<Cfg, true, false, true>(p, splits, stream);
-    case 6: return launch_one<Cfg, true, true, false>(p, splits, stream);
-    default: return launch_one<Cfg, true, true, true>(p, splits, stream);
-  }
+  with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
+    launch_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, splits, stream);
+  });
 }
 
 struct ConfigEntry {
@@ -212,6 +217,7 @@ const ConfigEntry kConfigs[] = {
     entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
     entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
     entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
+    entry<CfgRingWideRowFma>("ring3_128x256x8_w64x64_t8x16_rowfma"),
     entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);

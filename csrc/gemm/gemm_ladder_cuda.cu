@@ -21,11 +21,11 @@
 //   smem_epilogue  + the output staged through shared memory, written as 16-byte coalesced rows.
 //   swizzled_raster      + grouped tile order for L2 reuse (the table config
 //                  cp3_128x128x16_w64x32_t8x8_fdb_se).
-//   cp_async_kmajor  the cp.async ring of gemm_tiles.cuh (the table config
-//                  ring3_128x256x8_w64x64_t8x16): 128x256x8 tiles, 8x16 per thread, both shared
-//                  tiles k-major (4-byte copies transpose a K-contiguous operand), so one k step
-//                  is 6 LDS.128 for 128 FFMA as in double_buffer, with no register staging; the
-//                  copies spread over the slice's k steps, the barrier before the last one.
+//   cp_async_kmajor  the cp.async ring of gemm_tiles.cuh (the config
+//                  ring3_128x256x8_w64x64_t8x16_rowfma): 128x256x8 tiles, 8x16 per thread, both
+//                  shared tiles k-major (4-byte copies transpose a K-contiguous operand), so one k
+//                  step is 6 LDS.128 for 128 FFMA as in double_buffer, with no register staging;
+//                  the copies spread over the slice's k steps, the barrier before the last one.
 //   grouped_copies the same ring on cuBLAS's 256x128x8 tile, 16x8 per thread (the config
 //                  ring3_256x128x8_w64x64_t16x8_rowfma): copies a few per k step (3; 2 when both
 //                  operands are K-contiguous) instead of one, and lean copy state (rows past the
@@ -37,7 +37,7 @@
 //   serpentine_fma + the FFMAs of a k step in serpentine order where that measured faster (the
 //                  table config ring3_256x128x8_w64x64_t16x8; TileConfig::SerpentineFma): the same
 //                  sums bit for bit, another register assignment. Row-major operands are NN:
-//                  there it changes the stream-K kernel only (TN and NT also sgemm_kernel).
+//                  there it changes the stream-K kernel only (other layouts also sgemm_kernel).
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K, the stream-K
 //                  tail where it pays).
 //   cfg:<name>[:s<S>|:sk]  one entry of the config table by name, as mm would run it (the stream-K
@@ -250,7 +250,7 @@ struct StepConfig {
 };
 constexpr StepConfig kTableConfigSteps[] = {
     {"swizzled_raster", "cp3_128x128x16_w64x32_t8x8_fdb_se"},
-    {"cp_async_kmajor", "ring3_128x256x8_w64x64_t8x16"},
+    {"cp_async_kmajor", "ring3_128x256x8_w64x64_t8x16_rowfma"},
     {"grouped_copies", "ring3_256x128x8_w64x64_t16x8_rowfma"},
     {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8_rowfma"},
     {"serpentine_fma", "ring3_256x128x8_w64x64_t16x8"},

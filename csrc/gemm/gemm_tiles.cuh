@@ -88,7 +88,8 @@ constexpr unsigned fma_order_bit(bool a_layout_k, bool b_layout_k, bool stream_k
 //            results are the same bit for bit (each accumulator gets the same FFMAs in the same
 //            k order); what changes is ptxas's register assignment, so which operands share a
 //            register bank. No order wins everywhere (256x128x8 on an H100, against row order:
-//            TN +3%, NT +2%, the stream-K kernel NN better, sgemm_kernel NN 0.8% worse).
+//            TN +3%, NT +2%, TT +1.4%, the stream-K kernel NN better, sgemm_kernel NN 0.8%
+//            worse; 128x256x8: +2-9% in every layout).
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, bool WarpTile_,
           int MinBlocks_, int KUnroll_ = BK_, int CopyGroup_ = 1, int CopyGroupKK_ = CopyGroup_,
           int CopyGroupUnaligned_ = CopyGroup_, unsigned SerpentineFma_ = 0>

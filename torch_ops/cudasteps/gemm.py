@@ -67,6 +67,7 @@ CONFIGS = (
     "128x128x16_w64x64_t8x16",
     "ring3_128x256x8_w64x64_t8x16",
     "ring3_256x128x8_w64x64_t16x8",
+    "ring3_128x256x8_w64x64_t8x16_rowfma",
     "ring3_256x128x8_w64x64_t16x8_rowfma",
     "cp3_128x128x16_w64x32_t8x8_fdb_se",
     "cp3_128x128x16_w64x32_t8x8",
