@@ -107,6 +107,8 @@ def smoke_gemm(dev):
     # The ring configs in every aligned layout (their FFMA order differs by layout), without and
     # with the stream-K tail forced on (below one wave: every tile shared over all SMs, parts
     # written to the workspace and summed by the last block).
+    # (M = 132, K = 68, N = 132: every leading dimension a multiple of 4, column-major ones too.)
+    a, b = torch.randn(132, 68, device=dev), torch.randn(68, 132, device=dev)
     col = {"a": a.t().contiguous().t(), "b": b.t().contiguous().t()}
     layouts = {"NN": (a, b), "NT": (a, col["b"]), "TN": (col["a"], b), "TT": (col["a"], col["b"])}
     for c in cudasteps.gemm.RING_CONFIGS:

@@ -455,9 +455,9 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     load_fragment<Cfg::TM>(f.a, As + k * Cfg::kStrideA + row0, row_step);
     load_fragment<Cfg::TN>(f.b, Bs + k * Cfg::kStrideB + col0, col_step);
   };
-  // TM x TN outer product of one k.
   constexpr bool kSerpentine =
       Vec && (Cfg::SerpentineFma & fma_order_bit(ALayoutK, BLayoutK, StreamK)) != 0;
+  // TM x TN outer product of one k (odd rows right to left when kSerpentine).
   auto fma_frag = [&](const Frag& f) {
 #pragma unroll
     for (int r = 0; r < Cfg::TM; ++r)
