@@ -89,13 +89,15 @@ def test_table_names_known_configs():
 
 def test_sweep_emit_format(tmp_path):
     # The sweep's --emit output parses as a table: the fastest accepted row per shape and layout
-    # (a wrong result never wins, however fast), ties to the earlier row.
+    # (a wrong result never wins, however fast, nor a ladder-only `_rowfma` twin), ties to the
+    # earlier row.
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import sgemm_sweep
     finally:
         sys.path.pop(0)
     c0, c1 = G.CONFIGS[0], G.MULTISTAGE_CONFIGS[0]
+    twin = next(c for c in G.RING_CONFIGS if c.endswith("_rowfma"))
 
     def row(shape, lay, config, splits, ms, err):
         return dict(
@@ -116,6 +118,7 @@ def test_sweep_emit_format(tmp_path):
         row((64, 32, 16), "NN", c0, 1, 2.0, 1e-7),
         row((64, 32, 16), "NN", c1, 2, 1.0, 1e-7),
         row((64, 32, 16), "NN", c1, 3, 0.5, 1.0),  # fastest but wrong
+        row((64, 32, 16), "NN", twin, 1, 0.25, 1e-7),  # fastest, right, but a ladder twin
         row((64, 32, 16), "NT", c0, 1, 1.0, 1e-7),
         row((64, 32, 16), "NT", c1, 1, 1.0, 1e-7),  # a tie: the earlier row stays
     ]
