@@ -146,10 +146,14 @@ def sweep_shape(label, m, n, k, lay, rows_out):
 def best_per_shape(rows):
     """(M, N, K, layout) -> the fastest correct row; ties go to the earlier config (table order).
     The ``_rowfma`` twins are timed (the sweep shows what the FFMA order buys per shape) but never
-    chosen: where their kernels are the same as the table config's, the choice would be noise."""
+    chosen: where their kernels are the same as the table config's, the choice would be noise.
+    For the same reason a ``_swapnn`` config is chosen for NN shapes only: in other layouts it runs
+    its base config's kernels."""
     best = {}
     for r in rows:
         if not accepted(r["err"], r["torch_err"]) or r["config"].endswith("_rowfma"):
+            continue
+        if r["config"].endswith("_swapnn") and r["layout"] != "NN":
             continue
         key = (*r["shape"], r["layout"])
         if key not in best or r["ms"] < best[key]["ms"]:

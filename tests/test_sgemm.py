@@ -98,6 +98,7 @@ def test_sweep_emit_format(tmp_path):
         sys.path.pop(0)
     c0, c1 = G.CONFIGS[0], G.MULTISTAGE_CONFIGS[0]
     twin = next(c for c in G.RING_CONFIGS if c.endswith("_rowfma"))
+    swapnn = next(c for c in G.RING_CONFIGS if c.endswith("_swapnn"))
 
     def row(shape, lay, config, splits, ms, err):
         return dict(
@@ -121,10 +122,17 @@ def test_sweep_emit_format(tmp_path):
         row((64, 32, 16), "NN", twin, 1, 0.25, 1e-7),  # fastest, right, but a ladder twin
         row((64, 32, 16), "NT", c0, 1, 1.0, 1e-7),
         row((64, 32, 16), "NT", c1, 1, 1.0, 1e-7),  # a tie: the earlier row stays
+        row((64, 32, 16), "NT", swapnn, 1, 0.1, 1e-7),  # fastest, but NT runs its base config
+        row((96, 32, 16), "NN", c0, 1, 1.0, 1e-7),
+        row((96, 32, 16), "NN", swapnn, 1, 0.5, 1e-7),  # NN: the swapped product can win
     ]
     table, sweep_json = tmp_path / "table.inc", tmp_path / "sweep.json"
     sgemm_sweep.emit(rows, "test device", table, sweep_json)
-    assert table_rows(table) == [(64, 32, 16, "NN", c1, 2), (64, 32, 16, "NT", c0, 1)]
+    assert table_rows(table) == [
+        (64, 32, 16, "NN", c1, 2),
+        (64, 32, 16, "NT", c0, 1),
+        (96, 32, 16, "NN", swapnn, 1),
+    ]
     assert "test device" in table.read_text() and sweep_json.exists()
 
 
@@ -315,13 +323,13 @@ def test_streamk_step_on_the_ladder():
     m, n, k = partial_wave_shape()
     a = make_tensor((m, k), device="cuda", seed=41)
     b = make_tensor((k, n), device="cuda", seed=42)
-    for step in ("stream_k_tail", "serpentine_fma"):
+    for step in ("stream_k_tail", "serpentine_fma", "swap_nn"):
         check(step, a, b, "partial last wave")
         check(step, a[:300, :516].contiguous(), b[:516, :388].contiguous(), "below one wave")
 
 
 @requires_cuda
-@pytest.mark.parametrize("config", [c for c in G.RING_CONFIGS if not c.endswith("_rowfma")])
+@pytest.mark.parametrize("config", [c for c in G.RING_CONFIGS if not c.endswith(("_rowfma", "_swapnn"))])
 @pytest.mark.parametrize("suffix", ["s1", "sk"])
 @pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
 def test_serpentine_fma_same_bits(config, suffix, ta, tb):
@@ -339,6 +347,56 @@ def test_serpentine_fma_same_bits(config, suffix, ta, tb):
     rows = G.run_ladder(f"cfg:{config}_rowfma:{suffix}", a, b)
     assert rel_err(serpentine, ref_mm(a, b)) < F32_TOL
     assert torch.equal(serpentine, rows), f"{config}:{suffix} ta={ta} tb={tb}: FFMA orders differ"
+
+
+SWAPNN = RING_TALL + "_swapnn"
+
+
+@requires_cuda
+@pytest.mark.parametrize("suffix", ["s1", "s3"])
+@pytest.mark.parametrize("ragged_ld", [False, True])
+def test_swap_nn_same_bits(suffix, ragged_ld):
+    """A swap_nn config runs an aligned NN product as C^T = B^T A^T: other tiles, the same sums
+    (each output's FFMAs in the same k order), so without the stream-K tail it agrees bit for bit
+    with its config run directly, split-K included. M and N ragged; ragged_ld: N not a multiple of
+    4 with 16-byte aligned rows (padded leading dimensions), where the transposed output's last
+    rows take scalar stores."""
+    assert SWAPNN in G.RING_CONFIGS
+    m, n, k = partial_wave_shape()
+    if ragged_ld:
+        n -= 38
+        a, b = with_ld(m, k, k + 4, seed=61), with_ld(k, n, n + 6, seed=62)
+    else:
+        n -= 36
+        a, b = make_tensor((m, k), device="cuda", seed=61), make_tensor((k, n), device="cuda", seed=62)
+    poison_allocator(m * n, 3 * m * n)
+    swapped = G.run_ladder(f"cfg:{SWAPNN}:{suffix}", a, b)
+    poison_allocator(m * n, 3 * m * n)
+    direct = G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, b)
+    assert rel_err(swapped, ref_mm(a, b)) < F32_TOL
+    assert torch.equal(swapped, direct), f"{SWAPNN}:{suffix} {m}x{n}x{k}: swapped sums differ"
+
+
+@requires_cuda
+@pytest.mark.parametrize("ragged_ld", [False, True])
+def test_swap_nn_streamk(ragged_ld):
+    """The swapped product with the stream-K tail (by the rule, and forced below one wave): the
+    parts' workspace slots are in output order; NaN-poisoned output and workspace; deterministic.
+    Other layouts run as the config without the swap: bit for bit the same."""
+    m, n, k = partial_wave_shape()
+    n -= 38
+    a = with_ld(m, k, k + 4, seed=63) if ragged_ld else make_tensor((m, k), device="cuda", seed=63)
+    b = with_ld(k, n, n + 6, seed=64) if ragged_ld else make_tensor((k, n + 2), device="cuda", seed=64)
+    ref = ref_mm(a, b)
+    for suffix, (x, y, want) in (("", (a, b, ref)), (":sk", (a[:300], b, ref[:300]))):
+        poison_allocator(x.shape[0] * y.shape[1], streamk_workspace_numel(SWAPNN))
+        out = G.run_ladder(f"cfg:{SWAPNN}{suffix}", x, y)
+        err = rel_err(out, want)
+        assert err < F32_TOL, f"{SWAPNN}{suffix} {tuple(x.shape)} @ {tuple(y.shape)}: rel err {err}"
+        assert torch.equal(out, G.run_ladder(f"cfg:{SWAPNN}{suffix}", x, y)), "not deterministic"
+    for ta, tb in ((False, True), (True, False), (True, True)):
+        x, y = layout(a.contiguous(), ta), layout(b.contiguous(), tb)
+        assert torch.equal(G.run_ladder(f"cfg:{SWAPNN}", x, y), G.run_ladder(f"cfg:{RING_TALL}", x, y))
 
 
 @requires_cuda

@@ -53,6 +53,11 @@
 //   everywhere); the `_rowfma` twins (ring3_128x256x8_w64x64_t8x16_rowfma,
 //   ring3_256x128x8_w64x64_t16x8_rowfma) keep row order everywhere, for the ladder steps before
 //   serpentine_fma.
+//   ring3_256x128x8_w64x64_t16x8_swapnn  the 256x128 ring running aligned NN products swapped,
+//                           as C^T = B^T A^T (gemm_cuda): the TT instantiation, whose 4-byte
+//                           transposing copies fill the tile's 128-wide side instead of its
+//                           256-wide side, and an epilogue that stores the transposed product.
+//                           Other layouts (and unaligned rows) run as the config without it.
 // The ring configs add the stream-K tail (gemm_tiles.cuh) where streamk_pays: the last, partial
 // wave of tiles shared over all SMs by K iterations, with a deterministic fix-up.
 // Choice (choose_config): the nearest row of the measured table sgemm_table.inc (written by
@@ -124,9 +129,9 @@ using CfgRingTall =
     TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1, kRingTallSerpentine>;
 using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
 
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
-  auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
+  auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
   // Once per kernel and device: the dynamic shared memory above 48 KiB and, for the ring, the
   // whole carveout as shared memory.
   if constexpr (Cfg::Stages >= 3 || Cfg::kSmemBytes > 48 * 1024)
@@ -138,15 +143,15 @@ void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
 
 // The stream-K tail (StreamKParams in gemm_tiles.cuh): sgemm_kernel on the full waves' tiles
 // [0, dp_tiles), then sgemm_streamk_kernel on the tail.
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStream_t stream) {
   if (sk.dp_tiles > 0) {
-    auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
+    auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
     tc::configure_smem_once(kernel, Cfg::kSmemBytes);
     kernel<<<unsigned(sk.dp_tiles), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  auto kernel = sgemm_streamk_kernel<Cfg, ALayoutK, BLayoutK, Vec>;
+  auto kernel = sgemm_streamk_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
   tc::configure_smem_once(kernel, Cfg::kSmemBytes);
   kernel<<<unsigned(sk.blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, sk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -168,19 +173,27 @@ void with_instantiation(bool a_k, bool b_k, bool vec, F&& f) {
   return pick_b(std::false_type{});
 }
 
-template <class Cfg>
+// swapped (SwapNN configs only): p is an aligned NN product swapped into C^T = B^T A^T (gemm_cuda):
+// the TT instantiation, storing the transposed output.
+template <class Cfg, bool SwapNN>
 void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k, bool vec,
-                    cudaStream_t stream) {
+                    bool swapped, cudaStream_t stream) {
+  if constexpr (SwapNN) {
+    if (swapped) return launch_streamk_one<Cfg, false, true, true, true>(p, sk, stream);
+  }
   with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
     launch_streamk_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, sk,
                                                                                       stream);
   });
 }
 
-// Picks the instantiation for the operands' layouts and alignment.
-template <class Cfg>
-void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, int splits,
+// Picks the instantiation for the operands' layouts and alignment (swapped: as launch_streamk).
+template <class Cfg, bool SwapNN>
+void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, bool swapped, int splits,
                 cudaStream_t stream) {
+  if constexpr (SwapNN) {
+    if (swapped) return launch_one<Cfg, false, true, true, true>(p, splits, stream);
+  }
   with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
     launch_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, splits, stream);
   });
@@ -190,18 +203,23 @@ struct ConfigEntry {
   const char* name;
   int bm, bn, bk;
   int min_blocks;
-  void (*launch)(const SgemmParams&, bool, bool, bool, int, cudaStream_t);
+  // Runs aligned NN products swapped (gemm_cuda); other layouts as the config without it.
+  bool swap_nn;
+  void (*launch)(const SgemmParams&, bool, bool, bool, bool, int, cudaStream_t);
   // The stream-K tail (the ring configs), or nullptr.
-  void (*launch_streamk)(const SgemmParams&, const StreamKParams&, bool, bool, bool, cudaStream_t);
+  void (*launch_streamk)(const SgemmParams&, const StreamKParams&, bool, bool, bool, bool,
+                         cudaStream_t);
 };
 
-template <class Cfg>
+template <class Cfg, bool SwapNN = false>
 constexpr ConfigEntry entry(const char* name) {
+  static_assert(!SwapNN || Cfg::Stages >= 3, "swapped NN products: the ring configs only");
   if constexpr (Cfg::Stages >= 3) {
-    return ConfigEntry{name,          Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, &launch_cfg<Cfg>,
-                       &launch_streamk<Cfg>};
+    return ConfigEntry{name,   Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, SwapNN,
+                       &launch_cfg<Cfg, SwapNN>, &launch_streamk<Cfg, SwapNN>};
   } else {
-    return ConfigEntry{name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, &launch_cfg<Cfg>, nullptr};
+    return ConfigEntry{
+        name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, false, &launch_cfg<Cfg, false>, nullptr};
   }
 }
 
@@ -220,6 +238,7 @@ const ConfigEntry kConfigs[] = {
     entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
     entry<CfgRingWideRowFma>("ring3_128x256x8_w64x64_t8x16_rowfma"),
     entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
+    entry<CfgRingTall, true>("ring3_256x128x8_w64x64_t16x8_swapnn"),
 };
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 constexpr int kMainConfig = 0;
@@ -333,7 +352,10 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   }
   const ResolvedConfig c = resolve_config(config);
   const int64_t sms = sm_count();
-  const int64_t tiles = ceil_div<int64_t>(M, c.bm) * ceil_div<int64_t>(N, c.bn);
+  // A swap_nn config tiles the transposed product of an NN layout (gemm_cuda).
+  const bool swaps = c.legacy != nullptr && c.legacy->swap_nn && a_k && !b_k;
+  const int64_t tiles =
+      ceil_div<int64_t>(swaps ? N : M, c.bm) * ceil_div<int64_t>(swaps ? M : N, c.bn);
   splits = 1;
   if (tiles >= sms) return;
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
@@ -744,16 +766,24 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   if (chosen.ms != nullptr && !vec) legacy = &unaligned_fallback(chosen.bm, chosen.bn);
   const int bm = legacy ? legacy->bm : chosen.bm, bn = legacy ? legacy->bn : chosen.bn;
   const int bk = legacy ? legacy->bk : chosen.bk;
+  // A swap_nn config runs an aligned NN product C = A B as C^T = B^T A^T: B^T is a column-major
+  // [N, K] and A^T a column-major [K, M], read by the TT instantiation, which stores C^T
+  // transposed, i.e. C. Its only transposing copies are those of A^T, on the BN side of the tile
+  // (128 of 256x128) instead of the BM side. The sums are the same, bit for bit (each output's
+  // FFMAs in the same k order); the tiles and the stream-K tail's parts are those of the [N, M]
+  // product.
+  const bool swapped = legacy != nullptr && legacy->swap_nn && a_k && !b_k && vec;
+  const int64_t pm = swapped ? N : M, pn = swapped ? M : N;  // the kernel's product: [pm, pn]
 
   SgemmParams p{};
-  p.a = static_cast<const float*>(a.ptr);
-  p.b = static_cast<const float*>(b.ptr);
-  p.lda = a.ld;
-  p.ldb = b.ld;
-  p.M = M;
-  p.N = N;
+  p.a = static_cast<const float*>(swapped ? b.ptr : a.ptr);
+  p.b = static_cast<const float*>(swapped ? a.ptr : b.ptr);
+  p.lda = swapped ? b.ld : a.ld;
+  p.ldb = swapped ? a.ld : b.ld;
+  p.M = pm;
+  p.N = pn;
   p.K = K;
-  const int64_t tiles_m = ceil_div<int64_t>(M, bm), tiles_n = ceil_div<int64_t>(N, bn);
+  const int64_t tiles_m = ceil_div<int64_t>(pm, bm), tiles_n = ceil_div<int64_t>(pn, bn);
   CUDASTEPS_CHECK(tiles_m * tiles_n <= INT_MAX, "mm", "the output [", M, ", ", N,
                   "] must have at most 2^31 - 1 tiles of ", bm, " x ", bn, ", got ",
                   tiles_m * tiles_n);
@@ -768,8 +798,8 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     p.out = out.data_ptr<float>();
     p.out_split_stride = 0;
     p.addend = static_cast<const float*>(add.ptr);
-    p.add_s0 = add.s0;
-    p.add_s1 = add.s1;
+    p.add_s0 = swapped ? add.s1 : add.s0;
+    p.add_s1 = swapped ? add.s0 : add.s1;
     p.alpha = float(alpha);
     p.beta = float(beta);
   } else {
@@ -802,9 +832,9 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     const at::Tensor counters = at::zeros({tail}, out.options().dtype(at::kInt));
     sk.workspace = workspace.data_ptr<float>();
     sk.counters = counters.data_ptr<int>();
-    legacy->launch_streamk(p, sk, a_k, b_k, vec, stream);
+    legacy->launch_streamk(p, sk, a_k, b_k, vec, swapped, stream);
   } else if (legacy != nullptr) {
-    legacy->launch(p, a_k, b_k, vec, splits, stream);
+    legacy->launch(p, a_k, b_k, vec, swapped, splits, stream);
   } else {
     chosen.ms->launch(p, a_k, b_k, splits, stream);
   }

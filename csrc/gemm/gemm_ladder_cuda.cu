@@ -38,6 +38,10 @@
 //                  table config ring3_256x128x8_w64x64_t16x8; TileConfig::SerpentineFma): the same
 //                  sums bit for bit, another register assignment. Row-major operands are NN:
 //                  there it changes the stream-K kernel only (other layouts also sgemm_kernel).
+//   swap_nn        + the NN product C = A B run as C^T = B^T A^T (the table config
+//                  ring3_256x128x8_w64x64_t16x8_swapnn): both operands read as column-major, so
+//                  only A's 128 rows of the tile are transposed by 4-byte copies, not 256; the
+//                  epilogue stores the transposed product, whole output rows of 16 bytes.
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K, the stream-K
 //                  tail where it pays).
 //   cfg:<name>[:s<S>|:sk]  one entry of the config table by name, as mm would run it (the stream-K
@@ -254,12 +258,13 @@ constexpr StepConfig kTableConfigSteps[] = {
     {"grouped_copies", "ring3_256x128x8_w64x64_t16x8_rowfma"},
     {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8_rowfma"},
     {"serpentine_fma", "ring3_256x128x8_w64x64_t16x8"},
+    {"swap_nn", "ring3_256x128x8_w64x64_t16x8_swapnn"},
 };
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, final, "
+    "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, swap_nn, final, "
     "cfg:<name>[:s<splits>|:sk], tc:mma, "
     "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
     "tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, "
@@ -363,7 +368,8 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                       self.strides(), " and ", mat2.strides());
       // The stream-K tail from stream_k_tail on; the steps before it run without.
-      const bool tail = variant == "stream_k_tail" || variant == "serpentine_fma";
+      const bool tail =
+          variant == "stream_k_tail" || variant == "serpentine_fma" || variant == "swap_nn";
       const StreamK streamk = tail ? StreamK::kOn : StreamK::kOff;
       return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1, streamk);
     }

@@ -37,7 +37,8 @@
 //     0.98x (it spilled 52-56 bytes before, with a predicate and a pointer per copy).
 //   * Split-K (gridDim.z > 1): block z covers K range [z * k_per_split, ...) and writes its raw
 //     partial sums to a workspace; splitk_epilogue_kernel adds them up and applies the epilogue.
-//   * Epilogue: alpha * acc + beta * C[m * s0 + n * s1], stored as float4 when N allows.
+//   * Epilogue: alpha * acc + beta * C[m * s0 + n * s1], stored as float4 when N allows; OutT
+//     (an NN product run transposed, C^T = B^T A^T) stores the transposed product, float4 along M.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -313,7 +314,7 @@ struct SgemmParams {
   const float* a;
   const float* b;
   int64_t lda, ldb;
-  float* out;               // row-major, leading dimension N
+  float* out;               // row-major, leading dimension N (OutT: column-major, M)
   int64_t out_split_stride;  // elements between the partial outputs of split-K blocks
   const float* addend;      // nullptr: none
   int64_t add_s0, add_s1;
@@ -359,6 +360,27 @@ __device__ __forceinline__ void store_out4(const SgemmParams& p, float* out, int
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       if (n + c < p.N) dst[c] = v[c];
+  }
+}
+
+// The same for a kernel that computes the transposed output (OutT: an NN product run as
+// (B^T A^T)^T, see sgemm_tile): its element (m, n) is output element (n, m), at out[n * M + m].
+// Stores the kernel's rows m .. m+3 of column n, contiguous in the output, the rows past M left
+// out: one 16-byte store when vec_out (M % 4 == 0, out aligned) and all four are in bounds. The
+// addend's strides are the kernel's (swapped by the caller).
+__device__ __forceinline__ void store_out4_t(const SgemmParams& p, float* out, int64_t m,
+                                             int64_t n, float (&v)[4], bool vec_out) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+    if (p.addend != nullptr && m + c < p.M)
+      v[c] += p.beta * __ldg(p.addend + (m + c) * p.add_s0 + n * p.add_s1);
+  float* dst = out + n * p.M + m;
+  if (vec_out && m + 4 <= p.M) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (m + c < p.M) dst[c] = v[c];
   }
 }
 
@@ -416,7 +438,11 @@ __device__ __forceinline__ int streamk_block_of(const StreamKParams& sk, int64_t
 // tile; they go to the workspace, and the block that writes the tile's last part adds up all the
 // parts in block order (a fixed order whichever block comes last: deterministic) and stores them.
 // ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool StreamK = false>
+// OutT: the product is the transpose of the output (gemm_cuda.cu runs an NN product C = A B as
+// C^T = B^T A^T, whose operands need only A's 4-byte transposing copies for the smaller side of the
+// tile); element (m, n) goes to out[n * M + m], 16-byte stores along m.
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool StreamK = false,
+          bool OutT = false>
 __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, int tile,
                                            int64_t k_begin, int64_t k_end,
                                            const StreamKParams& sk = StreamKParams{}) {
@@ -632,17 +658,30 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     // for speed: a 16-byte store straight from the accumulators pins them to aligned register
     // quads, which puts them in the register banks of the B fragment (ptxas then leaves about
     // 2/3 of the FFMAs with a bank conflict, and the main loop runs 3-4% slower).
+    // With OutT the slot is in output order (column-major in the tile), so that the last block's
+    // stores are whole output rows.
     const int b = blockIdx.x;
     float* own = sk.workspace +
                  (int64_t(b) * 2 + (streamk_begin(sk, b) < int64_t(t) * ipt ? 1 : 0)) * kSlot;
+    if constexpr (OutT) {
 #pragma unroll
-    for (int r = 0; r < Cfg::TM; ++r)
+      for (int i = 0; i < Cfg::kSubM; ++i)
 #pragma unroll
-      for (int j = 0; j < Cfg::kSubN; ++j)
-        __stcg(reinterpret_cast<float4*>(own + (row0 + (r / 4) * row_step + (r % 4)) * Cfg::BN +
-                                         col0 + j * col_step),
-               make_float4(p.alpha * acc[r][j * 4], p.alpha * acc[r][j * 4 + 1],
-                           p.alpha * acc[r][j * 4 + 2], p.alpha * acc[r][j * 4 + 3]));
+        for (int c = 0; c < Cfg::TN; ++c)
+          __stcg(reinterpret_cast<float4*>(own + (col0 + (c / 4) * col_step + (c % 4)) * Cfg::BM +
+                                           row0 + i * row_step),
+                 make_float4(p.alpha * acc[i * 4][c], p.alpha * acc[i * 4 + 1][c],
+                             p.alpha * acc[i * 4 + 2][c], p.alpha * acc[i * 4 + 3][c]));
+    } else {
+#pragma unroll
+      for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+        for (int j = 0; j < Cfg::kSubN; ++j)
+          __stcg(reinterpret_cast<float4*>(own + (row0 + (r / 4) * row_step + (r % 4)) * Cfg::BN +
+                                           col0 + j * col_step),
+                 make_float4(p.alpha * acc[r][j * 4], p.alpha * acc[r][j * 4 + 1],
+                             p.alpha * acc[r][j * 4 + 2], p.alpha * acc[r][j * 4 + 3]));
+    }
     // Publish the part, then count it (the classic last-block pattern: no block waits on another).
     __threadfence();
     __syncthreads();
@@ -658,7 +697,8 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
     // the tile, float4 chunks spread over the threads so that the stores coalesce. The
     // accumulators are dead by now, which leaves the registers for loads in flight.
     tile_origin<Cfg>(p, tile, m0, n0);
-    const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
+    const bool vec_out = ((OutT ? p.M : p.N) % 4 == 0) &&
+                         ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
     constexpr int kChunks = Cfg::BM * Cfg::BN / 4, kUnroll = 8;
     for (int c0 = tid; c0 < kChunks; c0 += Cfg::kThreads * kUnroll) {
       float4 sum[kUnroll];
@@ -683,10 +723,13 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + u * Cfg::kThreads;
-        const int64_t m = m0 + c * 4 / Cfg::BN, n = n0 + c * 4 % Cfg::BN;
-        if (c < kChunks && m < p.M) {
-          float v[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
-          store_out4(p, p.out, m, n, v, vec_out);
+        float v[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
+        if constexpr (OutT) {
+          const int64_t n = n0 + c * 4 / Cfg::BM, m = m0 + c * 4 % Cfg::BM;
+          if (c < kChunks && n < p.N) store_out4_t(p, p.out, m, n, v, vec_out);
+        } else {
+          const int64_t m = m0 + c * 4 / Cfg::BN, n = n0 + c * 4 % Cfg::BN;
+          if (c < kChunks && m < p.M) store_out4(p, p.out, m, n, v, vec_out);
         }
       }
     }
@@ -696,35 +739,54 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
   // The tile origin is recomputed rather than kept live through the main loop (registers).
   tile_origin<Cfg>(p, tile, m0, n0);
   float* out = p.out + int64_t(blockIdx.z) * p.out_split_stride;
-  const bool vec_out = (p.N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
+  const bool vec_out =
+      ((OutT ? p.M : p.N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0);
+  if constexpr (OutT) {
+    // Each 4x4 sub-tile, column by column: 4 rows of the kernel's product, contiguous in out.
 #pragma unroll
-  for (int r = 0; r < Cfg::TM; ++r) {
-    const int64_t m = m0 + row0 + (r / 4) * row_step + (r % 4);
-    if (m >= p.M) continue;
+    for (int i = 0; i < Cfg::kSubM; ++i) {
+      const int64_t m = m0 + row0 + i * row_step;
+      if (m >= p.M) continue;
 #pragma unroll
-    for (int j = 0; j < Cfg::kSubN; ++j) {
-      const int64_t n = n0 + col0 + j * col_step;
-      float v[4];
+      for (int c = 0; c < Cfg::TN; ++c) {
+        const int64_t n = n0 + col0 + (c / 4) * col_step + (c % 4);
+        if (n >= p.N) continue;
+        float v[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) v[c] = p.alpha * acc[r][j * 4 + c];
-      store_out4(p, out, m, n, v, vec_out);
+        for (int r = 0; r < 4; ++r) v[r] = p.alpha * acc[i * 4 + r][c];
+        store_out4_t(p, out, m, n, v, vec_out);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < Cfg::TM; ++r) {
+      const int64_t m = m0 + row0 + (r / 4) * row_step + (r % 4);
+      if (m >= p.M) continue;
+#pragma unroll
+      for (int j = 0; j < Cfg::kSubN; ++j) {
+        const int64_t n = n0 + col0 + j * col_step;
+        float v[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) v[c] = p.alpha * acc[r][j * 4 + c];
+        store_out4(p, out, m, n, v, vec_out);
+      }
     }
   }
 }
 
 // One output tile per block (blockIdx.x, grouped order), K split over gridDim.z.
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     sgemm_kernel(const SgemmParams p) {
   extern __shared__ float4 smem_raw[];
   float* smem = reinterpret_cast<float*>(smem_raw);
   const int64_t k_begin = int64_t(blockIdx.z) * p.k_per_split;
   const int64_t k_end = p.K < k_begin + p.k_per_split ? p.K : k_begin + p.k_per_split;
-  sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec>(p, smem, blockIdx.x, k_begin, k_end);
+  sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, false, OutT>(p, smem, blockIdx.x, k_begin, k_end);
 }
 
 // The tail's blocks (StreamKParams): block b computes its part of one or two tail tiles.
-template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec>
+template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     sgemm_streamk_kernel(const SgemmParams p, const StreamKParams sk) {
   extern __shared__ float4 smem_raw[];
@@ -740,9 +802,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
     const int ke = end - it < ipt - kb ? kb + int(end - it) : ipt;
     // Every thread is done with the ring and the last-part flag of the first part.
     if (it != begin) __syncthreads();
-    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true>(p, smem, sk.dp_tiles + t,
-                                                   int64_t(kb) * Cfg::BK,
-                                                   min(int64_t(ke) * Cfg::BK, p.K), sk);
+    sgemm_tile<Cfg, ALayoutK, BLayoutK, Vec, true, OutT>(p, smem, sk.dp_tiles + t,
+                                                         int64_t(kb) * Cfg::BK,
+                                                         min(int64_t(ke) * Cfg::BK, p.K), sk);
     it += ke - kb;
   }
 }

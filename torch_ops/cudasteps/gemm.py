@@ -44,6 +44,7 @@ LADDER = (
     "grouped_copies",
     "stream_k_tail",
     "serpentine_fma",
+    "swap_nn",
     "final",
 )
 
@@ -69,6 +70,7 @@ CONFIGS = (
     "ring3_256x128x8_w64x64_t16x8",
     "ring3_128x256x8_w64x64_t8x16_rowfma",
     "ring3_256x128x8_w64x64_t16x8_rowfma",
+    "ring3_256x128x8_w64x64_t16x8_swapnn",
     "cp3_128x128x16_w64x32_t8x8_fdb_se",
     "cp3_128x128x16_w64x32_t8x8",
     "cp4_128x128x8_w64x32_t8x8_occ2",
