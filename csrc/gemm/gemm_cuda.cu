@@ -157,13 +157,18 @@ void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStrea
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Calls f(ALayoutK, BLayoutK, Vec), each a std::bool_constant, for the operands' layouts and
-// alignment: the one place that maps run-time flags onto the 8 kernel instantiations.
-template <class F>
-void with_instantiation(bool a_k, bool b_k, bool vec, F&& f) {
+// Calls f(ALayoutK, BLayoutK, Vec, OutT), each a std::bool_constant, for the operands' layouts
+// and alignment: the one place that maps run-time flags onto the 8 kernel instantiations, and, for
+// a SwapNN config, `swapped` (an aligned NN product swapped into C^T = B^T A^T by gemm_cuda) onto
+// the ninth: the TT instantiation storing the transposed output.
+template <bool SwapNN, class F>
+void with_instantiation(bool a_k, bool b_k, bool vec, bool swapped, F&& f) {
+  if constexpr (SwapNN) {
+    if (swapped) return f(std::false_type{}, std::true_type{}, std::true_type{}, std::true_type{});
+  }
   auto pick_vec = [&](auto a, auto b) {
-    if (vec) return f(a, b, std::true_type{});
-    return f(a, b, std::false_type{});
+    if (vec) return f(a, b, std::true_type{}, std::false_type{});
+    return f(a, b, std::false_type{}, std::false_type{});
   };
   auto pick_b = [&](auto a) {
     if (b_k) return pick_vec(a, std::true_type{});
@@ -173,29 +178,22 @@ void with_instantiation(bool a_k, bool b_k, bool vec, F&& f) {
   return pick_b(std::false_type{});
 }
 
-// swapped (SwapNN configs only): p is an aligned NN product swapped into C^T = B^T A^T (gemm_cuda):
-// the TT instantiation, storing the transposed output.
 template <class Cfg, bool SwapNN>
 void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k, bool vec,
                     bool swapped, cudaStream_t stream) {
-  if constexpr (SwapNN) {
-    if (swapped) return launch_streamk_one<Cfg, false, true, true, true>(p, sk, stream);
-  }
-  with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
-    launch_streamk_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, sk,
-                                                                                      stream);
+  with_instantiation<SwapNN>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v, auto t) {
+    launch_streamk_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value,
+                       decltype(t)::value>(p, sk, stream);
   });
 }
 
-// Picks the instantiation for the operands' layouts and alignment (swapped: as launch_streamk).
+// Picks the instantiation for the operands' layouts and alignment (with_instantiation).
 template <class Cfg, bool SwapNN>
 void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, bool swapped, int splits,
                 cudaStream_t stream) {
-  if constexpr (SwapNN) {
-    if (swapped) return launch_one<Cfg, false, true, true, true>(p, splits, stream);
-  }
-  with_instantiation(a_k, b_k, vec, [&](auto a, auto b, auto v) {
-    launch_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value>(p, splits, stream);
+  with_instantiation<SwapNN>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v, auto t) {
+    launch_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value,
+               decltype(t)::value>(p, splits, stream);
   });
 }
 
@@ -221,6 +219,12 @@ constexpr ConfigEntry entry(const char* name) {
     return ConfigEntry{
         name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, false, &launch_cfg<Cfg, false>, nullptr};
   }
+}
+
+// Whether config c runs the product swapped, as C^T = B^T A^T (gemm_cuda): a swap_nn config on an
+// NN product (a_k: A row-major, b_k: B column-major) whose operand rows are 16-byte aligned.
+bool runs_swapped(const ConfigEntry* c, bool a_k, bool b_k, bool vec) {
+  return c != nullptr && c->swap_nn && a_k && !b_k && vec;
 }
 
 // The sgemm_kernel configs. Index 0 is the main config.
@@ -352,8 +356,8 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   }
   const ResolvedConfig c = resolve_config(config);
   const int64_t sms = sm_count();
-  // A swap_nn config tiles the transposed product of an NN layout (gemm_cuda).
-  const bool swaps = c.legacy != nullptr && c.legacy->swap_nn && a_k && !b_k;
+  // A swap_nn config tiles the transposed product of an NN layout (taken as aligned here).
+  const bool swaps = runs_swapped(c.legacy, a_k, b_k, true);
   const int64_t tiles =
       ceil_div<int64_t>(swaps ? N : M, c.bm) * ceil_div<int64_t>(swaps ? M : N, c.bn);
   splits = 1;
@@ -772,7 +776,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // (128 of 256x128) instead of the BM side. The sums are the same, bit for bit (each output's
   // FFMAs in the same k order); the tiles and the stream-K tail's parts are those of the [N, M]
   // product.
-  const bool swapped = legacy != nullptr && legacy->swap_nn && a_k && !b_k && vec;
+  const bool swapped = runs_swapped(legacy, a_k, b_k, vec);
   const int64_t pm = swapped ? N : M, pn = swapped ? M : N;  // the kernel's product: [pm, pn]
 
   SgemmParams p{};
