@@ -222,9 +222,12 @@ def run(bench):
         "in serpentine order where that measured faster (same sums, fewer register-bank conflicts; "
         "NN changes only the stream-K kernel); `swap_nn`: + NN products run as C^T = B^T A^T (both "
         "operands column-major: A's 128 rows of the tile are transposed by 4-byte copies instead of "
-        "256; the same sums). `ladder:cfg:<name>` rows run one config "
+        "256; the same sums); `blocked_sum`: + the sums over K in blocks of 1024 through a running "
+        "total in shared memory (half the rounding error of one straight sum at K = 4096). "
+        "`ladder:cfg:<name>` rows run one config "
         "of the final kernel's table by name (`cp<stages>_*`: the multistage kernel, `ring<stages>_*`: "
         "the k-major ring; `:s<S>` = split-K "
-        "by S); the dispatcher (`cudasteps`) picks by shape from the measured table. "
+        "by S, `:sk<S>` = split-K by S added up in the stream-K kernel); the dispatcher "
+        "(`cudasteps`) picks by shape from the measured table. "
         "FP32 FFMA peak of the H100 SXM: 66.9 TFLOP/s.",
     )

@@ -1,8 +1,16 @@
-"""float32 SGEMM sweep: every config of the table (``cfg:<name>``, both kernels) and split-K factors
-on skinny shapes, over a grid of shapes and layouts, each checked against a float64 reference and
-timed next to torch.mm (TF32 off) and the dispatcher (cudasteps.mm), in one process.
+"""float32 SGEMM sweep: every config of the table (``cfg:<name>``, both kernels), and split-K
+factors on shapes whose tiles leave SMs idle (a partial-sum pass, ``:s<S>``; for the ring configs
+also the in-kernel fix-up, ``:sk<S>``), over a grid of shapes and layouts, each checked against a
+float64 reference and timed next to torch.mm (TF32 off) and the dispatcher (cudasteps.mm), in one
+process.
 
     python scripts/sgemm_sweep.py [--quick] [--json out.json] [--emit]
+
+Timing is the benchmark report's (benchmarks/harness.py): calls back to back over a rotation of
+input sets larger than L2, every candidate of a shape interleaved with torch.mm in rounds, median
+of CUDA-event times. So a 60-microsecond case is chosen under the conditions it is reported in (a
+timer that synchronizes after every call adds the launch gap, which is most of the difference
+between candidates there).
 
 --emit writes the dispatcher's table, csrc/gemm/sgemm_table.inc (per shape and layout the fastest
 correct config and split count; choose_config in gemm_cuda.cu reads it at build time, so the choice
@@ -13,15 +21,19 @@ csrc/gemm/sgemm_sweep.json. Rebuild the extension after --emit.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
+import sys
 
 import cudasteps
 import torch
 from cudasteps import gemm as G
-from tc_sweep import cuda_ms  # the tensor-core sweep's event timer (this directory)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks.harness import Bench  # noqa: E402  (the report's timer)
+
 TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
 SWEEP_JSON = ROOT / "csrc" / "gemm" / "sgemm_sweep.json"
 
@@ -58,19 +70,24 @@ def accepted(err, torch_err) -> bool:
     return err < max(TOL, 2 * torch_err)
 
 
-def inputs(m, n, k, lay):
-    g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
-    a = (
-        torch.randn(k, m, device="cuda", generator=g).t()
-        if lay[0] == "T"
-        else torch.randn(m, k, device="cuda", generator=g)
-    )
-    b = (
-        torch.randn(n, k, device="cuda", generator=g).t()
-        if lay[1] == "T"
-        else torch.randn(k, n, device="cuda", generator=g)
-    )
-    return a, b
+def make_inputs(m, n, k, lay):
+    """seed -> (a, b): random operands in the layout (T = a column-major view)."""
+
+    def make(seed):
+        g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k + 1000003 * seed)
+        a = (
+            torch.randn(k, m, device="cuda", generator=g).t()
+            if lay[0] == "T"
+            else torch.randn(m, k, device="cuda", generator=g)
+        )
+        b = (
+            torch.randn(n, k, device="cuda", generator=g).t()
+            if lay[1] == "T"
+            else torch.randn(k, n, device="cuda", generator=g)
+        )
+        return a, b
+
+    return make
 
 
 def sampled_err(out, a, b, rows) -> float:
@@ -82,29 +99,47 @@ def sampled_err(out, a, b, rows) -> float:
 
 
 def candidates(m, n, k):
-    """(variant, config, splits): every config as mm would run it (a ring config with the stream-K
-    tail where its rule applies), and split-K where its tiles leave SMs idle."""
+    """(variant, config, splits, fixup): every config as mm would run it (a ring config with the
+    stream-K tail where its rule applies), and split-K where its tiles leave SMs idle: by a
+    partial-sum pass (:s<S>), and for the ring configs by the in-kernel fix-up (:sk<S>, as long
+    as the blocks fit the fix-up's limit of 8 per SM)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out = []
     for c in G.CONFIGS:
-        out.append((f"cfg:{c}", c, 1))
+        out.append((f"cfg:{c}", c, 1, False))
         tile = next(part for part in c.split("_") if part.count("x") == 2)  # BMxBNxBK
         bm, bn = (int(x) for x in tile.split("x")[:2])
         tiles = -(-m // bm) * -(-n // bn)
         if tiles < sms and k >= 1024:
-            out += [(f"cfg:{c}:s{s}", c, s) for s in SPLITS if k // s >= 256]
+            for s in SPLITS:
+                if k // s < 256:
+                    continue
+                out.append((f"cfg:{c}:s{s}", c, s, False))
+                if c in G.RING_CONFIGS and tiles * s <= 8 * sms:
+                    out.append((f"cfg:{c}:sk{s}", c, s, True))
     return out
 
 
-def sweep_shape(label, m, n, k, lay, rows_out):
-    a, b = inputs(m, n, k, lay)
+def sweep_shape(bench, label, m, n, k, lay, rows_out):
     flops = 2 * m * n * k
+    inputs = bench.rotation(make_inputs(m, n, k, lay), 4 * (m * k + k * n))
+    a, b = inputs[0]
     rows = torch.randperm(m, generator=torch.Generator().manual_seed(0))[:64].to("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch_ms = cuda_ms(lambda: torch.mm(a, b))
     torch_err = sampled_err(torch.mm(a, b), a, b, rows)
-    disp_ms = cuda_ms(lambda: cudasteps.mm(a, b))
     disp_err = sampled_err(cudasteps.mm(a, b), a, b, rows)
+    fns = [("torch.mm", torch.mm), ("cudasteps.mm", cudasteps.mm)]
+    errs = {}
+    for variant, *_ in candidates(m, n, k):
+        fn = functools.partial(G.run_ladder, variant)
+        try:
+            errs[variant] = sampled_err(fn(a, b), a, b, rows)
+        except RuntimeError as exc:  # report and go on: one broken config must not hide the rest
+            print(f"    {variant:44s} ERROR {str(exc).splitlines()[0]}")
+            continue
+        fns.append((variant, fn))
+    ms = bench.time_many(fns, inputs)
+    torch_ms, disp_ms = ms["torch.mm"], ms["cudasteps.mm"]
     shape = f"{m}x{n}x{k}"
     print(
         f"{label:18s} {lay} {shape:16s} torch.mm {flops / torch_ms / 1e9:7.1f} TFLOP/s "
@@ -112,13 +147,10 @@ def sweep_shape(label, m, n, k, lay, rows_out):
         f"cudasteps.mm {flops / disp_ms / 1e9:7.1f} ({torch_ms / disp_ms:.2f}x, err {disp_err:.2e})",
         flush=True,
     )
-    for variant, config, splits in candidates(m, n, k):
-        try:
-            err = sampled_err(G.run_ladder(variant, a, b), a, b, rows)
-            ms = cuda_ms(lambda v=variant: G.run_ladder(v, a, b))
-        except RuntimeError as exc:  # report and go on: one broken config must not hide the rest
-            print(f"    {variant:44s} ERROR {str(exc).splitlines()[0]}")
+    for variant, config, splits, fixup in candidates(m, n, k):
+        if variant not in errs:
             continue
+        err = errs[variant]
         rows_out.append(
             dict(
                 label=label,
@@ -127,8 +159,9 @@ def sweep_shape(label, m, n, k, lay, rows_out):
                 variant=variant,
                 config=config,
                 splits=splits,
-                ms=ms,
-                tflops=flops / ms / 1e9,
+                fixup=fixup,
+                ms=ms[variant],
+                tflops=flops / ms[variant] / 1e9,
                 err=err,
                 torch_ms=torch_ms,
                 torch_err=torch_err,
@@ -137,8 +170,8 @@ def sweep_shape(label, m, n, k, lay, rows_out):
         )
         flag = "" if accepted(err, torch_err) else "  <-- WRONG"
         print(
-            f"    {variant:44s} {ms:8.3f} ms {flops / ms / 1e9:7.1f} TFLOP/s {torch_ms / ms:5.2f}x  "
-            f"err {err:.2e}{flag}",
+            f"    {variant:44s} {ms[variant]:8.4f} ms {flops / ms[variant] / 1e9:7.1f} TFLOP/s "
+            f"{torch_ms / ms[variant]:5.2f}x  err {err:.2e}{flag}",
             flush=True,
         )
 
@@ -170,10 +203,12 @@ def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
         "// committed, so it is the same in every run.",
         f"// Measured on: {device_name}, torch {torch.__version__}, TF32 off.",
         "//",
-        "// {M, N, K, layout (A then B, N = row-major, T = column-major), config, splits}",
+        "// {M, N, K, layout (A then B, N = row-major, T = column-major), config, splits, fixup (the splits",
+        "// added up in the GEMM kernel: split-K with the in-kernel fix-up)}",
     ]
     for (m, n, k, lay), r in best.items():
-        lines.append(f'{{{m}, {n}, {k}, "{lay}", "{r["config"]}", {r["splits"]}}},')
+        fixup = "true" if r.get("fixup") else "false"
+        lines.append(f'{{{m}, {n}, {k}, "{lay}", "{r["config"]}", {r["splits"]}, {fixup}}},')
         print(
             f"table: {m}x{n}x{k} {lay}: {r['variant']} {r['tflops']:.1f} TFLOP/s "
             f"({r['torch_ms'] / r['ms']:.2f}x torch.mm)"
@@ -200,9 +235,10 @@ def main() -> None:
         f"cudasteps SGEMM sweep on {name} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), "
         "TF32 off"
     )
+    bench = Bench(torch.device("cuda"))
     rows = []
     for label, m, n, k, lay in QUICK if args.quick else SHAPES:
-        sweep_shape(label, m, n, k, lay, rows)
+        sweep_shape(bench, label, m, n, k, lay, rows)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     if args.emit:

@@ -66,23 +66,25 @@ def check(variant, a, b, what=""):
 
 def table_rows(path=TABLE):
     rows = []
-    pattern = re.compile(r'^\{(\d+), (\d+), (\d+), "([NT]{2})", "([^"]+)", (\d+)\},$')
+    pattern = re.compile(r'^\{(\d+), (\d+), (\d+), "([NT]{2})", "([^"]+)", (\d+), (true|false)\},$')
     for line in path.read_text().splitlines():
         if line.startswith("//") or not line.strip():
             continue
         match = pattern.match(line.strip())
         assert match, f"sgemm_table.inc: unparsable row {line!r}"
-        m, n, k, lay, cfg, splits = match.groups()
-        rows.append((int(m), int(n), int(k), lay, cfg, int(splits)))
+        m, n, k, lay, cfg, splits, fixup = match.groups()
+        rows.append((int(m), int(n), int(k), lay, cfg, int(splits), fixup == "true"))
     return rows
 
 
 def test_table_names_known_configs():
     rows = table_rows()
     assert rows, "the dispatch table must have at least one row"
-    for m, n, k, lay, cfg, splits in rows:
+    for m, n, k, lay, cfg, splits, fixup in rows:
         assert cfg in G.CONFIGS, f"table row {(m, n, k, lay)} names an unknown config {cfg!r}"
         assert 1 <= splits <= 64 and min(m, n, k) >= 1
+        # The in-kernel fix-up is the ring configs' stream-K kernel, and only adds splits.
+        assert not fixup or (cfg in G.RING_CONFIGS and splits > 1), (m, n, k, lay, cfg, splits)
     keys = [(m, n, k, lay) for m, n, k, lay, *_ in rows]
     assert len(keys) == len(set(keys)), "one row per shape and layout"
 
@@ -100,13 +102,16 @@ def test_sweep_emit_format(tmp_path):
     twin = next(c for c in G.RING_CONFIGS if c.endswith("_rowfma"))
     swapnn = next(c for c in G.RING_CONFIGS if c.endswith("_swapnn"))
 
-    def row(shape, lay, config, splits, ms, err):
+    ring = G.RING_CONFIGS[0]
+
+    def row(shape, lay, config, splits, ms, err, fixup=False):
         return dict(
             shape=list(shape),
             layout=lay,
-            variant=f"cfg:{config}:s{splits}",
+            variant=f"cfg:{config}:{'sk' if fixup else 's'}{splits}",
             config=config,
             splits=splits,
+            fixup=fixup,
             ms=ms,
             tflops=1.0,
             err=err,
@@ -125,13 +130,16 @@ def test_sweep_emit_format(tmp_path):
         row((64, 32, 16), "NT", swapnn, 1, 0.1, 1e-7),  # fastest, but NT runs its base config
         row((96, 32, 16), "NN", c0, 1, 1.0, 1e-7),
         row((96, 32, 16), "NN", swapnn, 1, 0.5, 1e-7),  # NN: the swapped product can win
+        row((128, 32, 16), "NN", ring, 4, 1.0, 1e-7),
+        row((128, 32, 16), "NN", ring, 4, 0.5, 1e-7, fixup=True),  # the in-kernel fix-up wins
     ]
     table, sweep_json = tmp_path / "table.inc", tmp_path / "sweep.json"
     sgemm_sweep.emit(rows, "test device", table, sweep_json)
     assert table_rows(table) == [
-        (64, 32, 16, "NN", c1, 2),
-        (64, 32, 16, "NT", c0, 1),
-        (96, 32, 16, "NN", swapnn, 1),
+        (64, 32, 16, "NN", c1, 2, False),
+        (64, 32, 16, "NT", c0, 1, False),
+        (96, 32, 16, "NN", swapnn, 1, False),
+        (128, 32, 16, "NN", ring, 4, True),
     ]
     assert "test device" in table.read_text() and sweep_json.exists()
 
@@ -215,21 +223,24 @@ def test_multistage_misaligned_falls_back(variant):
 
 @requires_cuda
 @pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
-def test_multistage_repacks_unaligned_large(tb):
+def test_repacks_unaligned_large(tb):
     # Large enough that the dispatcher copies unaligned operands into 16-byte padded rows for the
-    # multistage kernel (K = 1027 rows; a storage offset) instead of the scalar-load kernel.
+    # multistage kernel and the ring (K = 1027 rows; a storage offset) instead of their scalar-load
+    # instantiations; the swap_nn config then runs an NN product swapped.
     m, n, k = 3600, 3604, 1027
     g = torch.Generator(device="cuda").manual_seed(7)
     a = torch.randn(m, k, device="cuda", generator=g)
     b = layout(torch.randn(k, n, device="cuda", generator=g), tb)
     ref = a.double() @ b.double()
-    for variant in ("cfg:" + G.MULTISTAGE_CONFIGS[0], "final"):
+    configs = (G.MULTISTAGE_CONFIGS[0], RING_TALL, SWAPNN, "ring3_128x256x8_w64x64_t8x16")
+    for variant in [f"cfg:{c}" for c in configs] + ["final"]:
         poison_allocator(m * n)
         assert rel_err(G.run_ladder(variant, a, b), ref) < F32_TOL, (variant, "K = 1027")
     a_off = misaligned((m, 1028), device="cuda", seed=8)
     b_al = layout(make_tensor((1028, n), device="cuda", seed=9), tb)
     ref = a_off.double() @ b_al.double()
-    assert rel_err(G.run_ladder("cfg:" + G.MULTISTAGE_CONFIGS[0], a_off, b_al), ref) < F32_TOL, "offset 1"
+    for config in configs:
+        assert rel_err(G.run_ladder(f"cfg:{config}", a_off, b_al), ref) < F32_TOL, (config, "offset 1")
 
 
 @requires_cuda
@@ -290,6 +301,39 @@ def test_streamk_forced(config, shape, ta, tb):
     assert torch.equal(first, G.run_ladder(variant, a, b)), variant
 
 
+@requires_cuda
+@pytest.mark.parametrize("config", [RING_TALL, RING_TALL + "_swapnn", "ring3_128x256x8_w64x64_t8x16"])
+@pytest.mark.parametrize("splits", [2, 3, 4])
+@pytest.mark.parametrize("shape", [(67, 36, 20), (300, 388, 1000), (259, 132, 2052)])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_split_fixup(config, splits, shape, ta, tb):
+    """`:sk<S>`: split-K whose parts the stream-K kernel adds up itself (every tile shared by S
+    blocks; K = 20 has fewer slices than some S). NaN-poisoned output and workspace; the same
+    bits run to run."""
+    m, n, k = shape
+    a = layout(make_tensor((m, k), device="cuda", seed=23), ta)
+    b = layout(make_tensor((k, n), device="cuda", seed=24), tb)
+    variant = f"cfg:{config}:sk{splits}"
+    poison_allocator(m * n, splits * streamk_workspace_numel(config))
+    first = G.run_ladder(variant, a, b)
+    err = rel_err(first, ref_mm(a, b))
+    assert err < F32_TOL, f"{variant} {shape} ta={ta} tb={tb}: rel err {err}"
+    assert torch.equal(first, G.run_ladder(variant, a, b)), variant
+
+
+@requires_cuda
+@pytest.mark.parametrize("config", [RING_TALL, RING_TALL + "_swapnn"])
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
+def test_split_fixup_same_bits_as_split_k(config, ta, tb):
+    """Where the slices divide evenly (K = 1024: 128 slices of 8), the in-kernel fix-up adds the
+    same parts in the same order as the partial-sum pass: the same bits as `:s<S>`."""
+    a = layout(make_tensor((300, 1024), device="cuda", seed=25), ta)
+    b = layout(make_tensor((1024, 388), device="cuda", seed=26), tb)
+    for splits in (2, 4):
+        fixup = G.run_ladder(f"cfg:{config}:sk{splits}", a, b)
+        assert torch.equal(fixup, G.run_ladder(f"cfg:{config}:s{splits}", a, b)), (config, splits)
+
+
 def partial_wave_shape():
     """M, N, K whose 256 x 128 tiles make one full wave and about half of another on this GPU
     (the stream-K tail's rule takes it), M ragged."""
@@ -323,7 +367,7 @@ def test_streamk_step_on_the_ladder():
     m, n, k = partial_wave_shape()
     a = make_tensor((m, k), device="cuda", seed=41)
     b = make_tensor((k, n), device="cuda", seed=42)
-    for step in ("stream_k_tail", "serpentine_fma", "swap_nn"):
+    for step in ("stream_k_tail", "serpentine_fma", "swap_nn", "blocked_sum"):
         check(step, a, b, "partial last wave")
         check(step, a[:300, :516].contiguous(), b[:516, :388].contiguous(), "below one wave")
 
@@ -399,16 +443,74 @@ def test_swap_nn_streamk(ragged_ld):
         assert torch.equal(G.run_ladder(f"cfg:{SWAPNN}", x, y), G.run_ladder(f"cfg:{RING_TALL}", x, y))
 
 
+def blocked_sums_fit(config=RING_TALL):
+    """Whether the device holds the ring's stages and the blocked sums' totals (gemm_cuda.cu runs
+    the ring without blocked sums where it does not, e.g. 163 KB on an A100)."""
+    bm, bn, bk = (int(x) for x in config.split("_")[1].split("x"))
+    ring = 3 * bk * (bm + 4 + bn + 4) * 4
+    optin = getattr(torch.cuda.get_device_properties(0), "shared_memory_per_block_optin", 0)
+    return optin >= ring + bm * bn * 4
+
+
 @requires_cuda
-@pytest.mark.parametrize("suffix", ["sx", "s0", "s65", "s", "k"])
+@pytest.mark.parametrize("config", G.RING_CONFIGS)
+@pytest.mark.parametrize("suffix", ["s1", "sk", "s2", "sk2"])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_blocked_sums(config, suffix, ta, tb):
+    """K = 2600 (325 slices): the ring's blocked sums (blocks of 128 slices) flush into their totals
+    twice per tile (once per split with :s2 / :sk2; the stream-K parts of :sk are shorter than a
+    block). NaN-poisoned output and workspace, M and N ragged, every layout."""
+    m, n, k = 300, 388, 2600
+    a = layout(make_tensor((m, k), device="cuda", seed=71), ta)
+    b = layout(make_tensor((k, n), device="cuda", seed=72), tb)
+    poison_allocator(m * n, 2 * m * n, 2 * streamk_workspace_numel(config))
+    out = G.run_ladder(f"cfg:{config}:{suffix}", a, b)
+    err = rel_err(out, ref_mm(a, b))
+    assert err < F32_TOL, f"{config}:{suffix} ta={ta} tb={tb}: rel err {err}"
+    assert torch.equal(out, G.run_ladder(f"cfg:{config}:{suffix}", a, b)), "not deterministic"
+    if not (ta or tb) and config == SWAPNN and suffix in ("s1", "s2"):  # the same sums swapped
+        assert torch.equal(out, G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, b))
+
+
+@requires_cuda
+def test_blocked_sum_step_error():
+    """The blocked_sum step against swap_nn (one running sum) at K = 8192: 8 blocks of 1024, so
+    about 1 / sqrt(8) of the rounding error; asserted below 0.5x. One 256 x 128 tile per SM (the
+    swapped product's [N, M] = [256, 128 x SMs]), so that no stream-K tail cuts K into parts."""
+    if not blocked_sums_fit():
+        pytest.skip("this GPU's shared memory does not hold the blocked sums' totals")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a = make_tensor((128 * sms, 8192), device="cuda", seed=73)
+    b = make_tensor((8192, 256), device="cuda", seed=74)
+    rows = torch.arange(0, a.shape[0], 37, device="cuda")
+    ref = a[rows].double() @ b.double()
+    plain = rel_err(G.run_ladder("swap_nn", a, b)[rows], ref)
+    blocked = rel_err(G.run_ladder("blocked_sum", a, b)[rows], ref)
+    assert blocked < 0.5 * plain, f"blocked_sum rel err {blocked:.3e}, swap_nn {plain:.3e}"
+
+
+@requires_cuda
+@pytest.mark.parametrize("suffix", ["sx", "s0", "s65", "s", "k", "skx", "sk0", "sk65", "sks4"])
 def test_cfg_suffix_errors(suffix):
     a = make_tensor((8, 8), device="cuda")
     with pytest.raises(
         RuntimeError,
-        match=r"cudasteps.ladder_mm: (variant suffix must be :s<splits> \(e.g. :s4\) or :sk"
-        r"|splits must be in \[1, 64\])",
+        match=r"cudasteps.ladder_mm: (variant suffix must be :s<splits> \(e.g. :s4\), :sk or "
+        r":sk<splits>|splits must be in \[1, 64\])",
     ):
         G.run_ladder(f"cfg:{RING_TALL}:{suffix}", a, a)
+
+
+@requires_cuda
+def test_split_fixup_limit():
+    # Tiles of 256 x 128, 16 per tile row, and 16 parts each (K = 128: 16 slices): more blocks than
+    # the fix-up allows (8 per SM).
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    m = (sms // 32 + 1) * 256
+    a = make_tensor((m, 128), device="cuda", seed=1)
+    b = make_tensor((128, 2048), device="cuda", seed=2)
+    with pytest.raises(RuntimeError, match=r"cudasteps.mm: split-K with the in-kernel fix-up needs"):
+        G.run_ladder(f"cfg:{RING_TALL}:sk16", a, b)
 
 
 # ---------------------------------------------------------------- the dispatcher (CUDA)
@@ -452,11 +554,14 @@ def test_dispatch_addmm_linear(shape):
     ],
 )
 def test_numerics_vs_cublas(shape, ta, tb):
-    """Our error against float64 is within 2x cuBLAS's (TF32 off) on the same inputs.
+    """Our error against float64 is no worse than cuBLAS's (TF32 off) on the same inputs.
 
-    Both accumulate in fp32 with FFMA; where cuBLAS cuts K into shorter partial sums it is more
-    accurate: measured on an H100, ours was 1.0x cuBLAS's on the squares, 1.4x on the skinny and
-    transposed shapes and 1.7x on 4097 x 4095 x 4099 (1.1e-6 against 6.6e-7).
+    Both accumulate in fp32 with FFMA. cuBLAS's kernels cut K into parts on some shapes (on an
+    H100: 0.58x of a straight sum's error on 4097 x 4095 x 4099, 0.70x on the TN products); the
+    ring's blocked sums do from K = 2048 up (blocks of 1024: 0.71x at K = 2048, 0.5x at 4096).
+    Where both sum straight (K <= 1024) the two agree up to chance (5.78e-7 against 5.73e-7 at
+    K = 1024), hence 5% of slack. Without the blocked sums (a GPU whose shared memory cannot hold
+    their totals) the bound is 2x: one straight sum measured up to 1.7x of cuBLAS's error.
     """
     torch.backends.cuda.matmul.allow_tf32 = False
     m, n, k = shape
@@ -468,4 +573,4 @@ def test_numerics_vs_cublas(shape, ta, tb):
     cublas = rel_err(torch.mm(a, b), ref)
     msg = f"{shape} ta={ta} tb={tb}: cudasteps rel err {ours:.3e}, cuBLAS {cublas:.3e}"
     print(msg)
-    assert ours <= 2.0 * cublas + 1e-9, msg
+    assert ours <= (1.05 if blocked_sums_fit() else 2.0) * cublas + 1e-9, msg

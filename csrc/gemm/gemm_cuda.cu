@@ -8,9 +8,10 @@
 // TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
 // Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
 // of 4 take sgemm_kernel's scalar-load instantiation (Vec = false; in the cp.async ring, 4-byte
-// copies); the math is the same. A multistage config (cp.async copies aligned 16-byte chunks) runs
-// on a copy of such operands with padded rows when the product is large enough (worth_repacking),
-// else hands them to the sgemm_kernel config with the same block tile (unaligned_fallback).
+// copies); the math is the same. A multistage or ring config runs on a copy of such operands with
+// padded rows when the product is large enough (worth_repacking); else a multistage config
+// (cp.async copies aligned 16-byte chunks) hands them to the sgemm_kernel config with the same
+// block tile (unaligned_fallback), and a ring config takes its own scalar-copy instantiation.
 //
 // Config table: kConfigs below (sgemm_kernel), then the multistage configs of
 // sgemm_multistage_cuda.cu (names cp<stages>_...); the `cfg:<name>` ladder variants run each one
@@ -129,15 +130,34 @@ using CfgRingTall =
     TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1, kRingTallSerpentine>;
 using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
 
+// Whether this device gives a block `bytes` of shared memory (the ring's stages and the blocked
+// sums' totals: 168 KB for 256x128, more than an A100's 163 KB).
+bool smem_fits(size_t bytes) {
+  return size_t(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin) >= bytes;
+}
+
+// A launch's dynamic shared memory (with the blocked sums' totals when they are on), after
+// configuring the kernel once per device: the dynamic shared memory above 48 KiB (for the ring,
+// room for the totals where the device has it) and, for the ring, the whole carveout as shared
+// memory.
+template <class Cfg, class Kernel>
+size_t kernel_smem(Kernel kernel, const SgemmParams& p) {
+  constexpr size_t kWithSums = Cfg::kSmemBytes + Cfg::kSumBytes;
+  if constexpr (Cfg::Stages >= 3) {
+    tc::configure_smem_once(kernel, smem_fits(kWithSums) ? kWithSums : Cfg::kSmemBytes);
+    return p.sum_block_slices > 0 ? kWithSums : Cfg::kSmemBytes;
+  } else {
+    if constexpr (Cfg::kSmemBytes > 48 * 1024) tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+    return Cfg::kSmemBytes;
+  }
+}
+
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 void launch_one(const SgemmParams& p, int splits, cudaStream_t stream) {
   auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
-  // Once per kernel and device: the dynamic shared memory above 48 KiB and, for the ring, the
-  // whole carveout as shared memory.
-  if constexpr (Cfg::Stages >= 3 || Cfg::kSmemBytes > 48 * 1024)
-    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+  const size_t smem = kernel_smem<Cfg>(kernel, p);
   const dim3 grid(unsigned(p.tiles_m) * unsigned(p.tiles_n), 1, unsigned(splits));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -147,13 +167,13 @@ template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool OutT = false>
 void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStream_t stream) {
   if (sk.dp_tiles > 0) {
     auto kernel = sgemm_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
-    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
-    kernel<<<unsigned(sk.dp_tiles), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+    const size_t smem = kernel_smem<Cfg>(kernel, p);
+    kernel<<<unsigned(sk.dp_tiles), Cfg::kThreads, smem, stream>>>(p);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   auto kernel = sgemm_streamk_kernel<Cfg, ALayoutK, BLayoutK, Vec, OutT>;
-  tc::configure_smem_once(kernel, Cfg::kSmemBytes);
-  kernel<<<unsigned(sk.blocks), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, sk);
+  const size_t smem = kernel_smem<Cfg>(kernel, p);
+  kernel<<<unsigned(sk.blocks), Cfg::kThreads, smem, stream>>>(p, sk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -201,6 +221,8 @@ struct ConfigEntry {
   const char* name;
   int bm, bn, bk;
   int min_blocks;
+  // The ring's shared memory with the blocked sums' totals (0: not a ring config).
+  size_t sum_smem_bytes;
   // Runs aligned NN products swapped (gemm_cuda); other layouts as the config without it.
   bool swap_nn;
   void (*launch)(const SgemmParams&, bool, bool, bool, bool, int, cudaStream_t);
@@ -213,11 +235,18 @@ template <class Cfg, bool SwapNN = false>
 constexpr ConfigEntry entry(const char* name) {
   static_assert(!SwapNN || Cfg::Stages >= 3, "swapped NN products: the ring configs only");
   if constexpr (Cfg::Stages >= 3) {
-    return ConfigEntry{name,   Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, SwapNN,
-                       &launch_cfg<Cfg, SwapNN>, &launch_streamk<Cfg, SwapNN>};
+    return ConfigEntry{name,
+                       Cfg::BM,
+                       Cfg::BN,
+                       Cfg::BK,
+                       Cfg::MinBlocks,
+                       Cfg::kSmemBytes + Cfg::kSumBytes,
+                       SwapNN,
+                       &launch_cfg<Cfg, SwapNN>,
+                       &launch_streamk<Cfg, SwapNN>};
   } else {
-    return ConfigEntry{
-        name, Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, false, &launch_cfg<Cfg, false>, nullptr};
+    return ConfigEntry{name,     Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, 0, false,
+                       &launch_cfg<Cfg, false>, nullptr};
   }
 }
 
@@ -276,6 +305,13 @@ const ConfigEntry& unaligned_fallback(int bm, int bn) {
   return kConfigs[kMainConfig];
 }
 
+// The ring configs' blocked sums: K per block. Error against float64 on an H100, as a fraction
+// of one straight sum's: cuBLAS 0.58x on 4097 x 4095 x 4099, 0.70x on the TN products at K = 4096
+// and 8192, about 1x elsewhere (1.13x at 2048^3); blocks of 1024 give 1 / sqrt(K / 1024): 0.5x at
+// K = 4096, 0.35x at 8192, 0.71x at 2048, none up to 1024. They cost 0.3-0.5% at 2048^3 to
+// 8192^3; 4 blocks whatever K (256 of K per block at 1024) cost 1.6% at 2048^3, where one flush,
+// about a slice's time, is a larger share.
+constexpr int64_t kSumBlockK = 1024;
 // Split-K applies when the output is too small to fill the GPU and K is at least this long.
 constexpr int64_t kSplitKMinK = 2048;
 // Each split keeps at least this much K, so its partial-sum write stays small next to its math.
@@ -286,12 +322,14 @@ constexpr int kSplitKMax = 16;
 
 // One measured shape: the config (any name of the combined table) and split-K factor that ran it
 // fastest. layout: "NN", "NT", "TN" or "TT" (A then B; T = column-major, e.g. a.t() or linear's
-// weight as B).
+// weight as B). fixup: the splits are added up by the ring configs' stream-K kernel itself (the
+// last block of each tile), not by a partial-sum tensor and a second kernel.
 struct SgemmTableRow {
   int64_t M, N, K;
   const char* layout;
   const char* config;
   int splits;
+  bool fixup;
 };
 
 const SgemmTableRow kSgemmTable[] = {
@@ -326,15 +364,17 @@ double log2_ratio(int64_t a, int64_t b) {
 //     ran 0.67x torch.mm against 0.87x for its own row's, 2 octaves away). The choice
 //     depends only on the shape, the layout, the device's SM count and the committed table: the
 //     same in every run.
-//   * that row's config; its split-K factor when the shape is exactly the row's. A shape in
-//     between whose tiles of that config leave SMs idle splits K when K is long (>= 2048) or the
-//     row split too (K >= 512): as many splits as fill one wave of resident blocks (MinBlocks per
-//     SM, every split keeping 256+ of K). Otherwise it takes a smaller tile: 128x64, or 64x64
+//   * that row's config; its split-K factor (and fixup: how the splits are added up) when the
+//     shape is exactly the row's. A shape in between whose tiles of that config leave SMs idle
+//     splits K (the row's way) when K is long (>= 2048) or the row split too (K >= 512): as many
+//     splits as fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of
+//     K). Otherwise it takes a smaller tile: 128x64, or 64x64
 //     when even those do not fill the SMs (the rule measured before the table existed; without
 //     it 1000^3 ran 128x256 tiles on 32 of 132 SMs, 0.30x torch.mm on an H100).
 constexpr double kLayoutPenalty = 4.0;
 
-void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits) {
+void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits,
+                   bool& fixup) {
   const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
   int best = 0;
   double best_d = 0.0;
@@ -350,8 +390,10 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   const SgemmTableRow& row = kSgemmTable[best];
   config = table_config(best);
   const bool exact = row.M == M && row.N == N && row.K == K && std::strcmp(row.layout, layout) == 0;
+  fixup = false;
   if (exact || row.splits <= 1) {
     splits = std::max(row.splits, 1);
+    fixup = row.fixup && splits > 1;
     return;
   }
   const ResolvedConfig c = resolve_config(config);
@@ -365,6 +407,7 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
     const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
     splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
+    fixup = row.fixup;
     return;
   }
   const ConfigEntry& mid = kConfigs[kMidConfig];
@@ -703,7 +746,7 @@ bool streamk_pays(int64_t tiles, int64_t sms, int64_t iters_per_tile) {
 
 at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
                      double alpha, double beta, int force_config, int force_splits,
-                     StreamK streamk) {
+                     StreamK streamk, bool blocked_sums) {
   const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
   at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
   if (M == 0 || N == 0) return out;
@@ -748,16 +791,24 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   int config = force_config, splits = force_splits;
   if (config < 0) {
     int auto_splits = 1;
-    choose_config(M, N, K, a_k, b_k, config, auto_splits);
-    if (splits <= 0) splits = auto_splits;
+    bool fixup = false;
+    choose_config(M, N, K, a_k, b_k, config, auto_splits, fixup);
+    if (splits <= 0) {
+      splits = auto_splits;
+      if (fixup) streamk = StreamK::kOn;  // split-K with the in-kernel fix-up (below)
+    }
   }
   if (splits <= 0) splits = 1;
   const ResolvedConfig chosen = resolve_config(config);
   // The multistage kernel copies aligned 16-byte chunks. Operands whose rows are not 16-byte
   // aligned (K = 4099, a storage offset) are copied into padded rows when the product hides that
   // pass (worth_repacking), else they take the sgemm_kernel config with the same block tile (its
-  // scalar-load instantiation).
-  if (chosen.ms != nullptr && !vec) {
+  // scalar-load instantiation). The ring's scalar-copy instantiation runs them, but slower than the
+  // aligned one plus the pass, which also lets an NN product run swapped, so the ring repacks them
+  // too (4097 x 4095 x 4099 on an H100: 3.17 ms with the scalar copies, 2.94 ms repacked; cuBLAS
+  // 3.03 ms).
+  const bool ring = chosen.legacy != nullptr && chosen.legacy->launch_streamk != nullptr;
+  if ((chosen.ms != nullptr || ring) && !vec) {
     const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
     const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
     if (worth_repacking(M, N, K, a_elems + b_elems)) {
@@ -793,6 +844,29 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
                   tiles_m * tiles_n);
   p.tiles_m = int(tiles_m);
   p.tiles_n = int(tiles_n);
+  // The ring's blocked sums (gemm_tiles.cuh), where the device has the shared memory for them.
+  if (blocked_sums && legacy != nullptr && legacy->sum_smem_bytes > 0 &&
+      smem_fits(legacy->sum_smem_bytes)) {
+    p.sum_block_slices = int(kSumBlockK / bk);
+  }
+  const int64_t sms = sm_count(), tiles = tiles_m * tiles_n;
+  const int64_t iters_per_tile = ceil_div<int64_t>(K, bk);
+  // Split-K with the fix-up in the kernel (streamk kOn with splits > 1, a ring config): every tile
+  // is shared by `parts` blocks of the stream-K kernel, and the block that writes a tile's last
+  // part adds up the parts in fixed order and stores the tile. No partial-sum tensor and no second
+  // kernel; but that last block's sum of a whole tile is one SM's work, where the separate pass
+  // spreads it over all of them: on an H100 at 1024^3 (32 tiles of 256x128, 4 parts) it ran
+  // 63.7 us against 53.4 + 5.1 us for split-K and its pass, and 1-2% behind on the skinny shapes,
+  // so the sweep has not chosen it.
+  int parts = 1;
+  if (splits > 1 && streamk == StreamK::kOn && legacy != nullptr &&
+      legacy->launch_streamk != nullptr) {
+    parts = int(std::min<int64_t>(splits, iters_per_tile));
+    splits = 1;
+    // Two tile-sized workspace slots per block: keep the blocks to a few waves.
+    CUDASTEPS_CHECK(tiles * parts <= 8 * sms, "mm", "split-K with the in-kernel fix-up needs ",
+                    "tiles x parts <= 8 x SMs (", 8 * sms, "), got ", tiles, " x ", parts);
+  }
   // K slices per split: whole BK slices, and no empty split.
   p.k_per_split = ceil_div<int64_t>(ceil_div<int64_t>(K, splits), bk) * bk;
   splits = int(ceil_div<int64_t>(K, p.k_per_split));
@@ -817,23 +891,24 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     p.beta = 0.f;
   }
   // The stream-K tail: the full waves' tiles, then the last wave's K iterations shared by one block
-  // per SM (gemm_tiles.cuh). Its workspace: two tile-sized slots per block and a counter per tail
+  // per SM (gemm_tiles.cuh); or, split-K with the in-kernel fix-up, every tile's iterations shared
+  // by `parts` blocks each. Its workspace: two tile-sized slots per block and a counter per shared
   // tile.
-  const int64_t sms = sm_count(), tiles = tiles_m * tiles_n;
-  const int64_t iters_per_tile = ceil_div<int64_t>(K, bk);
   const int64_t tail = tiles < sms ? tiles : tiles % sms;
   const bool use_streamk =
-      legacy != nullptr && legacy->launch_streamk != nullptr && splits == 1 && tail > 0 &&
-      (streamk == StreamK::kOn ||
-       (streamk == StreamK::kAuto && streamk_pays(tiles, sms, iters_per_tile)));
+      parts > 1 || (legacy != nullptr && legacy->launch_streamk != nullptr && splits == 1 &&
+                    tail > 0 &&
+                    (streamk == StreamK::kOn ||
+                     (streamk == StreamK::kAuto && streamk_pays(tiles, sms, iters_per_tile))));
   if (use_streamk) {
+    const int64_t shared = parts > 1 ? tiles : tail;
     StreamKParams sk{};
-    sk.dp_tiles = int(tiles - tail);
+    sk.dp_tiles = int(tiles - shared);
     sk.iters_per_tile = int(iters_per_tile);
-    sk.iters = tail * iters_per_tile;
-    sk.blocks = int(std::min<int64_t>(sms, sk.iters));
+    sk.iters = shared * iters_per_tile;
+    sk.blocks = int(std::min<int64_t>(parts > 1 ? shared * parts : sms, sk.iters));
     const at::Tensor workspace = at::empty({int64_t(sk.blocks) * 2 * bm * bn}, out.options());
-    const at::Tensor counters = at::zeros({tail}, out.options().dtype(at::kInt));
+    const at::Tensor counters = at::zeros({shared}, out.options().dtype(at::kInt));
     sk.workspace = workspace.data_ptr<float>();
     sk.counters = counters.data_ptr<int>();
     legacy->launch_streamk(p, sk, a_k, b_k, vec, swapped, stream);

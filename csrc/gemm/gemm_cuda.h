@@ -18,10 +18,13 @@ enum class StreamK { kAuto, kOff, kOn };
 // out[M, N] = alpha * a @ b + beta * addend, freshly allocated and contiguous. a, b: 2-D float32
 // or float64 CUDA tensors of any strides (checked by the caller). force_config: an index into the
 // config table (-1: chosen by shape); force_splits: split-K factor (0: chosen by shape); streamk:
-// the stream-K tail, used only without split-K, by a ring config.
+// the stream-K tail of a ring config; kOn with splits > 1 is split-K with the in-kernel fix-up (the
+// stream-K kernel shares every tile among `splits` blocks and adds the parts up itself);
+// blocked_sums: the ring configs sum K in blocks (gemm_tiles.cuh; off for the ladder steps before
+// blocked_sum).
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                      double beta, int force_config = -1, int force_splits = 0,
-                     StreamK streamk = StreamK::kAuto);
+                     StreamK streamk = StreamK::kAuto, bool blocked_sums = true);
 
 // The tensor-core kernels ladder_mm can force by name ("tc:<step>"); kAuto is the dispatcher's
 // choice (what mm / addmm / linear run): kFinal on Hopper, kCpAsync elsewhere. kFinal is the

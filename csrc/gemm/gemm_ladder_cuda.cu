@@ -42,11 +42,16 @@
 //                  ring3_256x128x8_w64x64_t16x8_swapnn): both operands read as column-major, so
 //                  only A's 128 rows of the tile are transposed by 4-byte copies, not 256; the
 //                  epilogue stores the transposed product, whole output rows of 16 bytes.
+//   blocked_sum    + the sums over K in blocks of 1024 (each thread adds its accumulators into a
+//                  running total in shared memory every 128 slices): half the rounding error at
+//                  K = 4096; what mm runs (where the device has the shared memory).
 //   final          the dispatcher mm() uses (config table chosen by shape, split-K, the stream-K
 //                  tail where it pays).
-//   cfg:<name>[:s<S>|:sk]  one entry of the config table by name, as mm would run it (the stream-K
-//                  tail by its rule), or with split-K factor S (no stream-K tail), or with the
-//                  stream-K tail whenever the last wave is partial (:sk; also below one wave).
+//   cfg:<name>[:s<S>|:sk|:sk<S>]  one entry of the config table by name, as mm would run it (the
+//                  stream-K tail by its rule), or with split-K factor S (no stream-K tail), or with
+//                  the stream-K tail whenever the last wave is partial (:sk; also below one wave),
+//                  or (a ring config) split-K by S with the in-kernel fix-up (:sk<S>: every tile
+//                  shared by S blocks of the stream-K kernel; no partial tensor, no second kernel).
 //
 // The tensor-core ladder (bf16, fp16, and float32 as TF32 whatever torch's TF32 switch says),
 // any layout, run through tc_gemm_cuda:
@@ -259,13 +264,14 @@ constexpr StepConfig kTableConfigSteps[] = {
     {"stream_k_tail", "ring3_256x128x8_w64x64_t16x8_rowfma"},
     {"serpentine_fma", "ring3_256x128x8_w64x64_t16x8"},
     {"swap_nn", "ring3_256x128x8_w64x64_t16x8_swapnn"},
+    {"blocked_sum", "ring3_256x128x8_w64x64_t16x8_swapnn"},
 };
 
 const char* kLadderNames =
     "naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile, "
     "double_buffer, cp_async_multistage, frag_double_buffer, smem_epilogue, swizzled_raster, "
-    "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, swap_nn, final, "
-    "cfg:<name>[:s<splits>|:sk], tc:mma, "
+    "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, swap_nn, blocked_sum, final, "
+    "cfg:<name>[:s<splits>|:sk|:sk<splits>], tc:mma, "
     "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
     "tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, "
     "tc:final";
@@ -367,11 +373,13 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
       CUDASTEPS_CHECK(self.is_contiguous() && mat2.is_contiguous(), kOp,
                       "self and mat2 must be contiguous for variant '", variant, "', got strides ",
                       self.strides(), " and ", mat2.strides());
-      // The stream-K tail from stream_k_tail on; the steps before it run without.
-      const bool tail =
-          variant == "stream_k_tail" || variant == "serpentine_fma" || variant == "swap_nn";
+      // The stream-K tail from stream_k_tail on, the blocked sums from blocked_sum on; the steps
+      // before them run without.
+      const bool blocked = variant == "blocked_sum";
+      const bool tail = blocked || variant == "stream_k_tail" || variant == "serpentine_fma" ||
+                        variant == "swap_nn";
       const StreamK streamk = tail ? StreamK::kOn : StreamK::kOff;
-      return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1, streamk);
+      return gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, step_config, 1, streamk, blocked);
     }
   }
   if (variant.rfind("cfg:", 0) == 0) {
@@ -382,19 +390,20 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
     if (colon != std::string::npos) {
       const std::string suffix = name.substr(colon + 1);
       name = name.substr(0, colon);
-      if (suffix == "sk") {
-        streamk = StreamK::kOn;
-      } else {
-        CUDASTEPS_CHECK(suffix.size() >= 2 && suffix[0] == 's' &&
-                            suffix.find_first_not_of("0123456789", 1) == std::string::npos &&
-                            suffix.size() <= 4,
-                        kOp, "variant suffix must be :s<splits> (e.g. :s4) or :sk, got '", suffix,
-                        "'");
-        splits = std::stoi(suffix.substr(1));
+      // s<S>: split-K; sk: the stream-K tail; sk<S>: split-K with the in-kernel fix-up.
+      const bool sk = suffix.rfind("sk", 0) == 0;
+      const size_t digits = sk ? 2 : 1;
+      CUDASTEPS_CHECK(suffix.size() >= digits && suffix.size() <= digits + 2 && suffix[0] == 's' &&
+                          (suffix.size() > digits || sk) &&
+                          suffix.find_first_not_of("0123456789", digits) == std::string::npos,
+                      kOp, "variant suffix must be :s<splits> (e.g. :s4), :sk or :sk<splits>, got '",
+                      suffix, "'");
+      if (suffix.size() > digits) {
+        splits = std::stoi(suffix.substr(digits));
         CUDASTEPS_CHECK(splits >= 1 && splits <= 64, kOp, "splits must be in [1, 64], got ",
                         splits);
-        streamk = StreamK::kOff;
       }
+      streamk = sk ? StreamK::kOn : StreamK::kOff;
     }
     const int config = find_config(name);
     CUDASTEPS_CHECK(config >= 0, kOp, "config must be one of ", config_names(), ", got '", name,

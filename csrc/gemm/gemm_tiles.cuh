@@ -35,6 +35,12 @@
 //     4096^3. The copies keep little state (CpAsyncLoader): with it the 256x128x8 tile (8
 //     4-byte copies of A per thread per slice) fits in 255 registers without spilling and runs
 //     0.98x (it spilled 52-56 bytes before, with a predicate and a pointer per copy).
+//   * Blocked sums (the ring, p.sum_block_slices > 0): every sum_block_slices slices a thread adds
+//     its accumulators into a running total of its own in shared memory, past the ring, and
+//     starts them again from zero; the epilogue takes total + accumulators. A straight fp32 sum
+//     over K has a rounding error that grows like K (each add rounds at the size of the running
+//     sum); in B blocks it grows like K / sqrt(B). A flush moves 2 x TM x TN floats per thread
+//     through shared memory (all warps at once: about the time of one slice's FFMAs).
 //   * Split-K (gridDim.z > 1): block z covers K range [z * k_per_split, ...) and writes its raw
 //     partial sums to a workspace; splitk_epilogue_kernel adds them up and applies the epilogue.
 //   * Epilogue: alpha * acc + beta * C[m * s0 + n * s1], stored as float4 when N allows; OutT
@@ -110,6 +116,8 @@ struct TileConfig {
   static constexpr int kStrideB = BN + kSmemPad;
   static constexpr int kStageFloats = BK * (kStrideA + kStrideB);
   static constexpr size_t kSmemBytes = size_t(Stages) * kStageFloats * sizeof(float);
+  // The blocked sums' running totals (the ring only), past the ring's stages.
+  static constexpr size_t kSumBytes = size_t(BM) * BN * sizeof(float);
   static constexpr int CopyGroup = CopyGroup_, CopyGroupKK = CopyGroupKK_;
   static constexpr int CopyGroupUnaligned = CopyGroupUnaligned_;
   static constexpr unsigned SerpentineFma = SerpentineFma_;
@@ -322,6 +330,9 @@ struct SgemmParams {
   int64_t M, N, K;
   int64_t k_per_split;  // multiple of BK; >= K when not split
   int tiles_m, tiles_n;
+  // The ring: slices per block of the blocked sums (0: one running sum; else the kernel is
+  // launched with kSumBytes more shared memory).
+  int sum_block_slices;
 };
 
 // First row (m) and column (n) of this thread's accumulators, and the spacing of its 4x4
@@ -561,12 +572,19 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
       copies(-1, s * Cfg::kStageFloats, s < num_slices);
       next_slice();
     }
+    // The thread's running total of the blocked sums: element r * TN + c at total[that *
+    // kThreads] (consecutive threads, consecutive words: no bank conflicts). Scalar accesses: a
+    // 16-byte access would pin the accumulators to aligned register quads (see the stream-K
+    // epilogue below).
+    float* total = smem + kRingFloats + tid;
+    bool summed = false;  // the total holds blocks
     if (num_slices > 0) {
       tc::cp_async_wait<Cfg::Stages - 2>();
       __syncthreads();
       Frag f[2];
       load_frag(f[0], stage_a(0), stage_b(0), 0);
       int read = 0, write = (Cfg::Stages - 1) * Cfg::kStageFloats;  // stage offsets
+      int block_left = p.sum_block_slices > 0 ? p.sum_block_slices : INT_MAX;
       for (int t = 0; t < num_slices; ++t) {
         const float* As = smem + read;
         const float* Bs = As + kBOffset;
@@ -593,9 +611,29 @@ __device__ __forceinline__ void sgemm_tile(const SgemmParams& p, float* smem, in
           }
           fma_frag(f[k & 1]);
         }
+        // End of a block of slices (not the last one: the epilogue adds that): into the total.
+        if (--block_left == 0 && t + 1 < num_slices) {
+          block_left = p.sum_block_slices;
+#pragma unroll
+          for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+            for (int c = 0; c < Cfg::TN; ++c) {
+              float* q = total + (r * Cfg::TN + c) * Cfg::kThreads;
+              *q = summed ? *q + acc[r][c] : acc[r][c];
+              acc[r][c] = 0.f;
+            }
+          summed = true;
+        }
       }
     }
     tc::cp_async_wait<0>();  // only empty groups can remain; none may outlive the block
+    if (summed) {
+#pragma unroll
+      for (int r = 0; r < Cfg::TM; ++r)
+#pragma unroll
+        for (int c = 0; c < Cfg::TN; ++c)
+          acc[r][c] = total[(r * Cfg::TN + c) * Cfg::kThreads] + acc[r][c];
+    }
   } else if (num_slices > 0) {
     // The register-staged loaders. B's element (k, n): "x" is n, K-contiguous when column-major.
     TileLoader<Cfg::BM, Cfg::BK, Cfg::kThreads, ALayoutK, Vec> load_a;

@@ -45,13 +45,15 @@ LADDER = (
     "stream_k_tail",
     "serpentine_fma",
     "swap_nn",
+    "blocked_sum",
     "final",
 )
 
 # The config table of the final kernel, each runnable by name through ladder_mm ("cfg:<name>"),
-# optionally with a split-K factor ("cfg:<name>:s<splits>") or the stream-K tail forced on
-# ("cfg:<name>:sk"; without a suffix a ring config takes it where mm would). Index 0 is the main
-# config. The
+# optionally with a split-K factor ("cfg:<name>:s<splits>"), the stream-K tail forced on
+# ("cfg:<name>:sk"; without a suffix a ring config takes it where mm would), or (a ring config)
+# split-K whose parts its stream-K kernel adds up itself ("cfg:<name>:sk<splits>"). Index 0 is the
+# main config. The
 # ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm_multistage.cuh);
 # the others the tile kernel of csrc/gemm/gemm_tiles.cuh: ``ring<stages>_*`` its cp.async ring
 # into k-major tiles, the rest its register-staged double buffer, which also runs the multistage
