@@ -130,7 +130,8 @@ def sweep_shape(bench, label, m, n, k, lay, rows_out):
     disp_err = sampled_err(cudasteps.mm(a, b), a, b, rows)
     fns = [("torch.mm", torch.mm), ("cudasteps.mm", cudasteps.mm)]
     errs = {}
-    for variant, *_ in candidates(m, n, k):
+    variants = candidates(m, n, k)
+    for variant, *_ in variants:
         fn = functools.partial(G.run_ladder, variant)
         try:
             errs[variant] = sampled_err(fn(a, b), a, b, rows)
@@ -147,7 +148,7 @@ def sweep_shape(bench, label, m, n, k, lay, rows_out):
         f"cudasteps.mm {flops / disp_ms / 1e9:7.1f} ({torch_ms / disp_ms:.2f}x, err {disp_err:.2e})",
         flush=True,
     )
-    for variant, config, splits, fixup in candidates(m, n, k):
+    for variant, config, splits, fixup in variants:
         if variant not in errs:
             continue
         err = errs[variant]

@@ -250,6 +250,9 @@ constexpr ConfigEntry entry(const char* name) {
   }
 }
 
+// Whether config c is a ring config (Stages >= 3): the stream-K kernel, the blocked sums.
+bool is_ring(const ConfigEntry* c) { return c != nullptr && c->launch_streamk != nullptr; }
+
 // Whether config c runs the product swapped, as C^T = B^T A^T (gemm_cuda): a swap_nn config on an
 // NN product (a_k: A row-major, b_k: B column-major) whose operand rows are 16-byte aligned.
 bool runs_swapped(const ConfigEntry* c, bool a_k, bool b_k, bool vec) {
@@ -807,8 +810,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // aligned one plus the pass, which also lets an NN product run swapped, so the ring repacks them
   // too (4097 x 4095 x 4099 on an H100: 3.17 ms with the scalar copies, 2.94 ms repacked; cuBLAS
   // 3.03 ms).
-  const bool ring = chosen.legacy != nullptr && chosen.legacy->launch_streamk != nullptr;
-  if ((chosen.ms != nullptr || ring) && !vec) {
+  if ((chosen.ms != nullptr || is_ring(chosen.legacy)) && !vec) {
     const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
     const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
     if (worth_repacking(M, N, K, a_elems + b_elems)) {
@@ -845,8 +847,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   p.tiles_m = int(tiles_m);
   p.tiles_n = int(tiles_n);
   // The ring's blocked sums (gemm_tiles.cuh), where the device has the shared memory for them.
-  if (blocked_sums && legacy != nullptr && legacy->sum_smem_bytes > 0 &&
-      smem_fits(legacy->sum_smem_bytes)) {
+  if (blocked_sums && is_ring(legacy) && smem_fits(legacy->sum_smem_bytes)) {
     p.sum_block_slices = int(kSumBlockK / bk);
   }
   const int64_t sms = sm_count(), tiles = tiles_m * tiles_n;
@@ -859,8 +860,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // 63.7 us against 53.4 + 5.1 us for split-K and its pass, and 1-2% behind on the skinny shapes,
   // so the sweep has not chosen it.
   int parts = 1;
-  if (splits > 1 && streamk == StreamK::kOn && legacy != nullptr &&
-      legacy->launch_streamk != nullptr) {
+  if (splits > 1 && streamk == StreamK::kOn && is_ring(legacy)) {
     parts = int(std::min<int64_t>(splits, iters_per_tile));
     splits = 1;
     // Two tile-sized workspace slots per block: keep the blocks to a few waves.
@@ -896,8 +896,7 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   // tile.
   const int64_t tail = tiles < sms ? tiles : tiles % sms;
   const bool use_streamk =
-      parts > 1 || (legacy != nullptr && legacy->launch_streamk != nullptr && splits == 1 &&
-                    tail > 0 &&
+      parts > 1 || (is_ring(legacy) && splits == 1 && tail > 0 &&
                     (streamk == StreamK::kOn ||
                      (streamk == StreamK::kAuto && streamk_pays(tiles, sms, iters_per_tile))));
   if (use_streamk) {

@@ -356,43 +356,38 @@ __device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int
   }
 }
 
-// Stores v[0..3] (alpha already applied) plus beta * C to output row m, columns n .. n+3, the
-// columns past N left out: one 16-byte store when vec_out and all four are in bounds.
-__device__ __forceinline__ void store_out4(const SgemmParams& p, float* out, int64_t m, int64_t n,
-                                           float (&v)[4], bool vec_out) {
+// Stores v[0..3] (alpha already applied) plus beta * p.addend[add + (pos + c) * step] to
+// dst[0..3], for the positions pos + c below `limit` (the others are past the matrix): one
+// 16-byte store when vec_out and all four are in bounds.
+__device__ __forceinline__ void store_out4_at(const SgemmParams& p, float* dst, int64_t add,
+                                              int64_t step, int64_t pos, int64_t limit,
+                                              float (&v)[4], bool vec_out) {
 #pragma unroll
   for (int c = 0; c < 4; ++c)
-    if (p.addend != nullptr && n + c < p.N)
-      v[c] += p.beta * __ldg(p.addend + m * p.add_s0 + (n + c) * p.add_s1);
-  float* dst = out + m * p.N + n;
-  if (vec_out && n + 4 <= p.N) {
+    if (p.addend != nullptr && pos + c < limit)
+      v[c] += p.beta * __ldg(p.addend + add + (pos + c) * step);
+  if (vec_out && pos + 4 <= limit) {
     *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
   } else {
 #pragma unroll
     for (int c = 0; c < 4; ++c)
-      if (n + c < p.N) dst[c] = v[c];
+      if (pos + c < limit) dst[c] = v[c];
   }
+}
+
+// Output row m, columns n .. n+3 (store_out4_at).
+__device__ __forceinline__ void store_out4(const SgemmParams& p, float* out, int64_t m, int64_t n,
+                                           float (&v)[4], bool vec_out) {
+  store_out4_at(p, out + m * p.N + n, m * p.add_s0, p.add_s1, n, p.N, v, vec_out);
 }
 
 // The same for a kernel that computes the transposed output (OutT: an NN product run as
 // (B^T A^T)^T, see sgemm_tile): its element (m, n) is output element (n, m), at out[n * M + m].
-// Stores the kernel's rows m .. m+3 of column n, contiguous in the output, the rows past M left
-// out: one 16-byte store when vec_out (M % 4 == 0, out aligned) and all four are in bounds. The
-// addend's strides are the kernel's (swapped by the caller).
+// Stores the kernel's rows m .. m+3 of column n, contiguous in the output (vec_out: M % 4 == 0,
+// out aligned). The addend's strides are the kernel's (swapped by the caller).
 __device__ __forceinline__ void store_out4_t(const SgemmParams& p, float* out, int64_t m,
                                              int64_t n, float (&v)[4], bool vec_out) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-    if (p.addend != nullptr && m + c < p.M)
-      v[c] += p.beta * __ldg(p.addend + (m + c) * p.add_s0 + n * p.add_s1);
-  float* dst = out + n * p.M + m;
-  if (vec_out && m + 4 <= p.M) {
-    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-  } else {
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      if (m + c < p.M) dst[c] = v[c];
-  }
+  store_out4_at(p, out + n * p.M + m, n * p.add_s1, p.add_s0, m, p.M, v, vec_out);
 }
 
 // First output row and column of output tile `tile`. Grouped order: kGroupM tile rows at a time,
