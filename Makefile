@@ -25,11 +25,17 @@ build: setup
 test: build
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-# An abi3 wheel in dist/ (one binary for every CPython the torch build supports). After `build`,
-# pip builds in the source tree, so setup.py's build/temp objects are reused: a link, no recompile.
+# A release wheel in dist/: abi3 (one binary for every CPython the torch build supports),
+# stripped (no debug information, no line tables: CUDASTEPS_RELEASE=1), for the GPUs of
+# WHEEL_ARCH_LIST (Ampere, Ada and Hopper; the Hopper kernels for 9.0a alone). Its objects live
+# under build/release/, apart from the in-place build's. Then a test installs it into a throwaway
+# venv and imports it there (tests/test_wheel.py).
+WHEEL_ARCH_LIST ?= 8.0;8.6;8.9;9.0a
 wheel: build
-	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --no-index -w dist .
-	@ls -l dist/*.whl
+	CUDASTEPS_RELEASE=1 TORCH_CUDA_ARCH_LIST="$(WHEEL_ARCH_LIST)" \
+	  $(PYTHON) -m pip wheel --no-build-isolation --no-deps --no-index -w dist .
+	@ls -l dist/cudasteps-*.whl
+	CUDASTEPS_WHEEL="$$(ls -t dist/cudasteps-*.whl | head -n1)" $(PYTHON) -m pytest -q tests/test_wheel.py
 
 bench: build
 	$(PYTHON) -m benchmarks $(BENCH_ARGS)

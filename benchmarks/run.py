@@ -203,6 +203,12 @@ def plots(records, copy_ceiling_gbps, out_prefix: str) -> list[str]:
     return written
 
 
+def _ladder_of(variant: str) -> str:
+    """Which ladder of its op a step belongs to: "tc" for the tensor-core ladder of mm (`tc:*`
+    steps), "" for an op's own ladder. Each ladder gets its own plot."""
+    return "tc" if variant.startswith("tc:") else ""
+
+
 def _ladder_case(rows) -> tuple[str, list] | None:
     """The case whose ladder is most complete: (case, [(variant, rate), ...] in run order).
 
@@ -211,7 +217,7 @@ def _ladder_case(rows) -> tuple[str, list] | None:
     cases = OrderedDict()
     for r in rows:
         variant = r["impl"][len("ladder:") :]
-        if variant.startswith("cfg:"):
+        if variant.startswith("cfg:") or variant.startswith("tc:cp_async_cfg:"):
             continue
         rate = r.get("tflops") if r.get("tflops") is not None else r.get("gbps")
         if rate is not None:
@@ -227,8 +233,9 @@ def _rate_text(rate: float) -> str:
 
 
 def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
-    """One PNG per op with a ladder: each step's throughput as a bar, torch's figure for the same
-    case and the measured ceiling as horizontal lines (what each optimization buys, and what is left).
+    """One PNG per ladder of an op (mm has two: the SGEMM's and the tensor cores'): each step's
+    throughput as a bar, torch's figure for the same case and the measured ceiling as horizontal
+    lines (what each optimization buys, and what is left).
 
     `records` are Record objects or their JSON dicts; `ceilings` is the JSON's "ceilings" object.
     """
@@ -244,8 +251,14 @@ def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
     for r in rows:
         by_op.setdefault(r["op"], []).append(r)
     written = []
+    ladders = OrderedDict()  # (op, ladder) -> that ladder's rows
     for op, op_rows in by_op.items():
-        found = _ladder_case([r for r in op_rows if r["impl"].startswith("ladder:")])
+        for r in op_rows:
+            if r["impl"].startswith("ladder:"):
+                ladders.setdefault((op, _ladder_of(r["impl"][len("ladder:") :])), []).append(r)
+    for (op, ladder), ladder_rows in ladders.items():
+        op_rows = by_op[op]
+        found = _ladder_case(ladder_rows)
         if found is None:
             continue
         case, steps = found
@@ -282,11 +295,11 @@ def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
         ax.set_xticks(list(xs))
         ax.set_xticklabels([v for v, _ in steps], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(unit)
-        ax.set_title(f"{op} ladder: {case}")
+        ax.set_title(f"{op} {'tensor-core ' if ladder == 'tc' else ''}ladder: {case}")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
         ax.set_ylim(0, 1.15 * max([rate for _, rate in steps] + [torch_rate or 0, ceiling or 0, peak or 0]))
-        path = f"{out_prefix}-ladder-{slug(op)}.png"
+        path = f"{out_prefix}-ladder-{slug(op)}{'-' + ladder if ladder else ''}.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)

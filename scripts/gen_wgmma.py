@@ -1,4 +1,4 @@
-"""Writes csrc/gemm/tc_wgmma.inc: the wgmma wrappers of the Hopper GEMM kernels (tc_hopper.cu).
+"""Writes csrc/gemm/tc/sm90/wgmma.inc: the wgmma wrappers of the Hopper GEMM kernels (tc/sm90/).
 
 One inline-asm statement per instruction shape and type: its N / 2 fp32 accumulators are each an
 operand, too many to write by hand. Run from the repository root: python scripts/gen_wgmma.py
@@ -91,7 +91,7 @@ def main() -> None:
     parts += [wrapper(n, *t) for n in SHAPES for t in TYPES]
     parts += [wrapper_rs_tf32(n) for n in SHAPES]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "csrc", "gemm", "tc_wgmma.inc"), "w") as f:
+    with open(os.path.join(root, "csrc", "gemm", "tc", "sm90", "wgmma.inc"), "w") as f:
         f.write("\n".join(parts))
 
 

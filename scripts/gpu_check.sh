@@ -58,7 +58,12 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$LOGS/gpu.txt" 2>&1
 cat "$LOGS/gpu.txt"
 
-want build && step build 600 make build
+if want build; then
+  step build 600 make build
+  # Per-unit compile times from ninja's logs: where the build's time goes.
+  "$PY" scripts/build_times.py build >"$LOGS/build_times.txt" 2>&1 && head -n 12 "$LOGS/build_times.txt" &&
+    tail -n 1 "$LOGS/build_times.txt"
+fi
 SO=$(ls torch_ops/cudasteps/_C*.so 2>/dev/null | head -n1)
 
 if want test; then

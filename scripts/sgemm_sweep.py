@@ -12,10 +12,10 @@ of CUDA-event times. So a 60-microsecond case is chosen under the conditions it 
 timer that synchronizes after every call adds the launch gap, which is most of the difference
 between candidates there).
 
---emit writes the dispatcher's table, csrc/gemm/sgemm_table.inc (per shape and layout the fastest
-correct config and split count; choose_config in gemm_cuda.cu reads it at build time, so the choice
+--emit writes the dispatcher's table, csrc/gemm/sgemm/table.inc (per shape and layout the fastest
+correct config and split count; choose_config in csrc/gemm/sgemm/dispatch.cu reads it at build time, so the choice
 is committed and the same in every run), and the sweep's rows beside it in
-csrc/gemm/sgemm_sweep.json. Rebuild the extension after --emit.
+csrc/gemm/sgemm/sweep.json. Rebuild the extension after --emit.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from benchmarks.harness import Bench  # noqa: E402  (the report's timer)
 
-TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
-SWEEP_JSON = ROOT / "csrc" / "gemm" / "sgemm_sweep.json"
+TABLE = ROOT / "csrc" / "gemm" / "sgemm" / "table.inc"
+SWEEP_JSON = ROOT / "csrc" / "gemm" / "sgemm" / "sweep.json"
 
 # (label, M, N, K, layout): layout "NN" row-major A and B; "NT": B = W.t() (linear's x @ W^T);
 # "TN": A = g.t() (a weight gradient g^T @ x).
@@ -198,9 +198,9 @@ def best_per_shape(rows):
 def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
     best = best_per_shape(rows)
     lines = [
-        "// The float32 SGEMM dispatch table read by choose_config (gemm_cuda.cu): per measured shape and",
+        "// The float32 SGEMM dispatch table read by choose_config (sgemm/dispatch.cu): per measured shape and",
         "// layout the fastest config and split-K factor. Written by `python scripts/sgemm_sweep.py --emit`",
-        "// from a measured sweep (numbers beside it in csrc/gemm/sgemm_sweep.json); the choice is",
+        "// from a measured sweep (numbers beside it in csrc/gemm/sgemm/sweep.json); the choice is",
         "// committed, so it is the same in every run.",
         f"// Measured on: {device_name}, torch {torch.__version__}, TF32 off.",
         "//",
@@ -226,7 +226,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 shapes only (no --emit)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument(
-        "--emit", action="store_true", help="write csrc/gemm/sgemm_table.inc and sgemm_sweep.json"
+        "--emit", action="store_true", help="write csrc/gemm/sgemm/table.inc and sgemm_sweep.json"
     )
     args = ap.parse_args()
     if args.emit and args.quick:

@@ -1,4 +1,4 @@
-"""Tests for the sm_80+ tensor-core GEMM kernels (csrc/gemm/tc_sm80.cu) through ladder_mm:
+"""Tests for the sm_80+ tensor-core GEMM kernels (csrc/gemm/tc/sm80/) through ladder_mm:
 
   tc:mma                      mma.sync, shared tiles filled by scalar loads: any layout and alignment
   tc:ldmatrix_cp_async        cp.async ring + ldmatrix, config chosen by shape
@@ -29,7 +29,7 @@ def _skip_reason() -> str:
 
 requires_sm80 = pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason() or "unused")
 
-# The config table of tc:ldmatrix_cp_async, in the order of kConfigNames in tc_sm80.cu
+# The config table of tc:ldmatrix_cp_async, in the order of kConfigNames in csrc/gemm/tc/sm80/cp_async.cuh
 # (test_cp_async_config_names checks that the op lists exactly these).
 CP_ASYNC_CONFIGS = (
     "128x128x32_s4_w2x2",

@@ -1,6 +1,6 @@
-"""The cp.async SGEMMs (csrc/gemm/sgemm_multistage.cuh, and the ring of csrc/gemm/gemm_tiles.cuh):
+"""The cp.async SGEMMs (csrc/gemm/sgemm/multistage.cuh, and the ring of csrc/gemm/sgemm/kernel.cuh):
 their ladder steps and configs on ragged shapes, every layout, padded and misaligned views,
-split-K; numerics against cuBLAS; the dispatch table (csrc/gemm/sgemm_table.inc)."""
+split-K; numerics against cuBLAS; the dispatch table (csrc/gemm/sgemm/table.inc)."""
 
 import pathlib
 import re
@@ -15,7 +15,7 @@ from cudasteps import gemm as G
 
 F32_TOL = 1e-5
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TABLE = ROOT / "csrc" / "gemm" / "sgemm_table.inc"
+TABLE = ROOT / "csrc" / "gemm" / "sgemm" / "table.inc"
 
 CP_ASYNC_CONFIGS = G.MULTISTAGE_CONFIGS + G.RING_CONFIGS
 MS_VARIANTS = G.MULTISTAGE_STEPS + tuple(f"cfg:{c}" for c in CP_ASYNC_CONFIGS)
@@ -71,7 +71,7 @@ def table_rows(path=TABLE):
         if line.startswith("//") or not line.strip():
             continue
         match = pattern.match(line.strip())
-        assert match, f"sgemm_table.inc: unparsable row {line!r}"
+        assert match, f"table.inc: unparsable row {line!r}"
         m, n, k, lay, cfg, splits, fixup = match.groups()
         rows.append((int(m), int(n), int(k), lay, cfg, int(splits), fixup == "true"))
     return rows
@@ -444,7 +444,7 @@ def test_swap_nn_streamk(ragged_ld):
 
 
 def blocked_sums_fit(config=RING_TALL):
-    """Whether the device holds the ring's stages and the blocked sums' totals (gemm_cuda.cu runs
+    """Whether the device holds the ring's stages and the blocked sums' totals (sgemm/dispatch.cu runs
     the ring without blocked sums where it does not, e.g. 163 KB on an A100)."""
     bm, bn, bk = (int(x) for x in config.split("_")[1].split("x"))
     ring = 3 * bk * (bm + 4 + bn + 4) * 4

@@ -1,5 +1,9 @@
 """A non-editable install works: the abi3 wheel carries _C and the package's generated files.
 
+Two wheels are installed and imported: one built from the in-place build's objects (below), and
+the release wheel of `make wheel` (stripped, for the documented architecture list), which `make
+wheel` names in CUDASTEPS_WHEEL.
+
 Builds the wheel as `make wheel` does (`pip wheel --no-build-isolation --no-deps`), installs it
 with pip into a throwaway virtual environment that sees the installed torch, and imports cudasteps
 there from a directory outside the source tree: the package must come from the venv, load its own
@@ -68,6 +72,43 @@ def _venv_with_torch(env_dir: Path) -> Path:
     return python
 
 
+def _install_and_check(wheel: Path, tmp_path: Path, extra_check: str = "") -> str:
+    """Installs `wheel` into a fresh venv that sees the installed torch, imports cudasteps there
+    from outside the source tree and runs a few ops (and `extra_check`); returns the output."""
+    python = _venv_with_torch(tmp_path / "venv")
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    pip = (
+        [sys.executable, "-m", "pip", "--python", python]
+        if _outer_pip_can_target()
+        else [python, "-m", "pip"]
+    )
+    _run(pip + ["install", "--no-deps", "--no-index", wheel], env=clean, timeout=300)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    check = textwrap.dedent(
+        f"""
+        import os, sys
+        import cudasteps, torch
+        import cudasteps._C as ext
+        from cudasteps import _build_info
+        venv = {str(tmp_path / "venv")!r}
+        for path in (cudasteps.__file__, ext.__file__):
+            assert os.path.realpath(path).startswith(os.path.realpath(venv)), path
+        assert ext.__file__.endswith(".abi3.so"), ext.__file__
+        x = torch.randn(37, 53)
+        assert torch.equal(cudasteps.transpose(x), x.t().contiguous())
+        assert torch.equal(cudasteps.copy(x.t()), x.t().contiguous())
+        assert torch.allclose(cudasteps.sum(x, dim=0), x.sum(0), rtol=1e-5, atol=1e-5)
+        assert cudasteps.cuda_available() == _build_info.WITH_CUDA
+        {extra_check}
+        print("ok", _build_info.TORCH_VERSION, cudasteps.cuda_available())
+        """
+    )
+    out = _run([python, "-c", check], cwd=elsewhere, env=clean, timeout=300)
+    assert out.startswith("ok"), out
+    return out
+
+
 @pytest.mark.slow
 def test_wheel_installs_and_imports_outside_the_source_tree(tmp_path):
     if not Path(cudasteps.__file__).resolve().is_relative_to(ROOT):
@@ -97,33 +138,46 @@ def test_wheel_installs_and_imports_outside_the_source_tree(tmp_path):
     assert len(wheels) == 1, wheels
     assert "-abi3-" in wheels[0].name, f"not an abi3 wheel: {wheels[0].name}"
 
-    python = _venv_with_torch(tmp_path / "venv")
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    pip = (
-        [sys.executable, "-m", "pip", "--python", python]
-        if _outer_pip_can_target()
-        else [python, "-m", "pip"]
-    )
-    _run(pip + ["install", "--no-deps", "--no-index", wheels[0]], env=clean, timeout=300)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    check = textwrap.dedent(
-        f"""
-        import os, sys
-        import cudasteps, torch
-        import cudasteps._C as ext
-        from cudasteps import _build_info
-        venv = {str(tmp_path / "venv")!r}
-        for path in (cudasteps.__file__, ext.__file__):
-            assert os.path.realpath(path).startswith(os.path.realpath(venv)), path
-        assert ext.__file__.endswith(".abi3.so"), ext.__file__
-        x = torch.randn(37, 53)
-        assert torch.equal(cudasteps.transpose(x), x.t().contiguous())
-        assert torch.equal(cudasteps.copy(x.t()), x.t().contiguous())
-        assert torch.allclose(cudasteps.sum(x, dim=0), x.sum(0), rtol=1e-5, atol=1e-5)
-        assert cudasteps.cuda_available() == _build_info.WITH_CUDA
-        print("ok", _build_info.TORCH_VERSION, cudasteps.cuda_available())
+    _install_and_check(wheels[0], tmp_path)
+
+
+# The release wheel's size limit: a wheel for Ampere, Ada and Hopper (four targets) must stay a
+# download users accept.
+RELEASE_WHEEL_MAX_MB = 100
+
+
+@pytest.mark.slow
+def test_release_wheel_installs_and_imports(tmp_path):
+    wheel = os.environ.get("CUDASTEPS_WHEEL")
+    if not wheel:
+        pytest.skip("needs a release wheel: `make wheel` builds one and runs this test with CUDASTEPS_WHEEL set")
+    wheel = Path(wheel)
+    assert wheel.is_file(), wheel
+    assert "-abi3-" in wheel.name, f"not an abi3 wheel: {wheel.name}"
+    size_mb = wheel.stat().st_size / 2**20
+    assert size_mb <= RELEASE_WHEEL_MAX_MB, f"{wheel.name} is {size_mb:.1f} MB"
+    # Built with CUDASTEPS_RELEASE=1: its _C has no debug sections and no symbol table; with a GPU
+    # that this build has kernels for, a CUDA GEMM runs from the installed wheel.
+    extra = textwrap.dedent(
         """
-    )
-    out = _run([python, "-c", check], cwd=elsewhere, env=clean, timeout=300)
+        import struct
+        assert _build_info.RELEASE, "not a release build"
+        # The host ELF's section names (ELF64: section headers at e_shoff, names in e_shstrndx's).
+        data = open(ext.__file__, "rb").read()
+        (shoff,) = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        header = lambda i: struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+        names_at = header(shstrndx)[4]
+        names = {data[names_at + header(i)[0] : data.index(b"\\0", names_at + header(i)[0])].decode()
+                 for i in range(shnum)}
+        assert not any(n.startswith(".debug") for n in names) and ".symtab" not in names, names
+        if torch.cuda.is_available() and cudasteps.cuda_available():
+            a = torch.randn(67, 129, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(129, 45, device="cuda", dtype=torch.bfloat16)
+            ref = a.double() @ b.double()
+            err = ((cudasteps.mm(a, b).double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, err
+        """
+    ).replace("\n", "\n        ")
+    out = _install_and_check(wheel, tmp_path, extra)
     assert out.startswith("ok"), out

@@ -7,10 +7,9 @@
 
 #include <initializer_list>
 
-namespace cudasteps {
+#include "common/error.h"
 
-// TORCH_CHECK with the "cudasteps.<op>: " prefix.
-#define CUDASTEPS_CHECK(cond, op, ...) TORCH_CHECK((cond), "cudasteps.", op, ": ", __VA_ARGS__)
+namespace cudasteps {
 
 inline std::string device_str(const at::Tensor& t) { return t.device().str(); }
 

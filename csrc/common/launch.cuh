@@ -1,12 +1,17 @@
-// Grid sizing from the device's own limits: never hard-code SM counts.
+// Grid sizing from the device's own limits: never hard-code SM counts. Light on purpose (CUDA's
+// runtime and c10's error checks, nothing of ATen): kernel instantiation units include it, and
+// ATen's headers cost them about 20 s of compile time each. The device queries are defined once,
+// in device.cu.
 #pragma once
 
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -18,7 +23,20 @@ __host__ __device__ constexpr T ceil_div(T a, T b) {
 }
 
 // SM count of the current device (cached per device by PyTorch).
-inline int sm_count() { return at::cuda::getCurrentDeviceProperties()->multiProcessorCount; }
+int sm_count();
+// Shared memory a block of the current device may opt in to (cudaFuncAttributeMaxDynamicShared...).
+size_t smem_per_block_optin();
+// Index of the current CUDA device (c10's, which PyTorch's device guards set).
+int current_device();
+
+// Scratch memory on the current device from PyTorch's caching allocator, for the current stream:
+// freed, stream-ordered, when the last copy of the handle goes (so a kernel launched before that
+// on the same stream may still use it). For split-K partial sums and similar workspaces.
+struct ScratchBuffer {
+  std::shared_ptr<void> owner;
+  void* ptr = nullptr;
+};
+ScratchBuffer scratch_buffer(size_t bytes);
 
 // Resident blocks of `kernel` per SM at `block` threads and `smem_bytes` dynamic shared memory.
 // The answer depends only on the kernel and the device, and the query costs about a microsecond
@@ -29,7 +47,7 @@ inline int blocks_per_sm(Kernel kernel, int block, size_t smem_bytes = 0) {
   static std::mutex mutex;
   static std::map<Key, int> cache;
   const Key key{reinterpret_cast<const void*>(kernel), block, smem_bytes,
-                int(c10::cuda::current_device())};
+                current_device()};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

@@ -44,4 +44,11 @@ inline void copy_transposed_view(at::Tensor& out, const at::Tensor& in) {
   op.call(out, in.mT());
 }
 
+#ifdef __CUDACC__
+// Copies a strided view `in` into the contiguous `out` row by row (innermost dim contiguous) or by
+// gathering (innermost dim strided) when the layout allows (copy_rows_cuda.cu); false: not taken,
+// nothing was launched.
+bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t stream);
+#endif
+
 }  // namespace cudasteps

@@ -1,4 +1,6 @@
-// The CUDA GEMM driver shared by gemm_cuda.cu (mm, addmm, linear) and gemm_ladder_cuda.cu.
+// The CUDA GEMM drivers of both paths, shared by the op layer (gemm_cuda.cu: mm, addmm, linear) and
+// the ladder op (gemm_ladder_cuda.cu): the SGEMM's (gemm_cuda, sgemm/dispatch.cu) and the tensor
+// cores' (tc_gemm_cuda, tc/dispatch.cu), and the operand repacks both use (operands.cu).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -6,13 +8,13 @@
 #include <string>
 
 #include "gemm/gemm.h"
-#include "gemm/tc_gemm.h"
+#include "gemm/tc/tc_gemm.h"
 
 namespace cudasteps {
 namespace gemm {
 
-// The stream-K tail of the ring configs (gemm_tiles.cuh): kAuto where it pays (streamk_pays in
-// gemm_cuda.cu), or forced off / on (on: whenever the tiles leave a partial last wave).
+// The stream-K tail of the ring configs (sgemm/kernel.cuh): kAuto where it pays (streamk_pays in
+// sgemm/dispatch.cu), or forced off / on (on: whenever the tiles leave a partial last wave).
 enum class StreamK { kAuto, kOff, kOn };
 
 // out[M, N] = alpha * a @ b + beta * addend, freshly allocated and contiguous. a, b: 2-D float32
@@ -20,7 +22,7 @@ enum class StreamK { kAuto, kOff, kOn };
 // config table (-1: chosen by shape); force_splits: split-K factor (0: chosen by shape); streamk:
 // the stream-K tail of a ring config; kOn with splits > 1 is split-K with the in-kernel fix-up (the
 // stream-K kernel shares every tile among `splits` blocks and adds the parts up itself);
-// blocked_sums: the ring configs sum K in blocks (gemm_tiles.cuh; off for the ladder steps before
+// blocked_sums: the ring configs sum K in blocks (sgemm/kernel.cuh; off for the ladder steps before
 // blocked_sum).
 at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                      double beta, int force_config = -1, int force_splits = 0,
@@ -64,6 +66,34 @@ int find_ladder_step_config(const std::string& step);
 int main_config();
 // "name1, name2, ...": for error messages.
 std::string config_names();
+// The SGEMM ladder's first steps, each its own kernel (sgemm/ladder_steps.cu): naive, coalesced,
+// smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile. self, mat2: contiguous float32
+// (checked by the caller, with the variant's name).
+at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2,
+                                  const std::string& variant);
+
+// ---- operands as the kernels read them (operands.cu) ----
+
+// One operand of a TcProblem: `k_major` as in TcProblem (A row-major, B column-major).
+struct TcOperand {
+  at::Tensor holder;
+  const void* ptr = nullptr;
+  int64_t ld = 0;
+  bool k_major = true;
+};
+
+// The shortest leading dimension, at least `cols`, that starts every row on a 16-byte boundary.
+int64_t padded_ld(int64_t cols, int64_t elem_bytes);
+// `t` (rows x cols) read in place: row- or column-major (make_operand copies other strides). A
+// leading dimension that never steps (one row of a row-major matrix) is set to a 16-byte multiple
+// so that alignment checks look at what matters.
+TcOperand tc_operand(const at::Tensor& t, bool is_b);
+bool tc_operand_aligned(const TcOperand& o, int64_t elem_bytes);
+// `t` rewritten into a fresh buffer whose rows are padded to 16 bytes, in the layout `k_major`
+// asks for (A row-major / B column-major when true): cudasteps::copy_ when that is the layout
+// `current` already has (one pass), cudasteps::transpose_ when it flips it (one pass, or two when
+// the rows are padded: transpose_ writes a non-contiguous out through a contiguous buffer).
+TcOperand tc_repack(const at::Tensor& t, const TcOperand& current, bool is_b, bool k_major);
 
 }  // namespace gemm
 }  // namespace cudasteps

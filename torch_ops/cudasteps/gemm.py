@@ -54,8 +54,8 @@ LADDER = (
 # ("cfg:<name>:sk"; without a suffix a ring config takes it where mm would), or (a ring config)
 # split-K whose parts its stream-K kernel adds up itself ("cfg:<name>:sk<splits>"). Index 0 is the
 # main config. The
-# ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm_multistage.cuh);
-# the others the tile kernel of csrc/gemm/gemm_tiles.cuh: ``ring<stages>_*`` its cp.async ring
+# ``cp<stages>_*`` entries are the multistage cp.async kernel (csrc/gemm/sgemm/multistage.cuh);
+# the others the tile kernel of csrc/gemm/sgemm/kernel.cuh: ``ring<stages>_*`` its cp.async ring
 # into k-major tiles, the rest its register-staged double buffer, which also runs the multistage
 # configs' operands whose rows are not 16-byte aligned.
 CONFIGS = (

@@ -1,6 +1,6 @@
 // The tensor-core GEMM path: one problem description shared by the mma.sync kernels (sm_80+,
-// tc_sm80.cu) and the Hopper wgmma/TMA kernels (sm_90a, tc_hopper.cu), and their entry points.
-// gemm_cuda.cu (the dispatcher) fills a TcProblem and picks a kernel by GPU, shape, alignment and
+// tc/sm80/) and the Hopper wgmma/TMA kernels (sm_90a, tc/sm90/), and their entry points.
+// tc/dispatch.cu (the dispatcher) fills a TcProblem and picks a kernel by GPU, shape, alignment and
 // layout; ladder_mm runs any of them by name ("tc:<step>").
 //
 //   out[M, N] = alpha * (A[M, K] @ B[K, N]) + beta * C[m, n]
@@ -65,7 +65,7 @@ inline bool tc_operands_16b_aligned(const TcProblem& p) {
   return tc_rows_16b_aligned(p.a, p.lda, eb) && tc_rows_16b_aligned(p.b, p.ldb, eb);
 }
 
-// ---- sm_80+ (mma.sync), tc_sm80.cu ----
+// ---- sm_80+ (mma.sync), tc/sm80/ ----
 
 // Ladder step tc:mma: mma.sync on shared-memory tiles filled by plain (bounds-checked, scalar)
 // loads. Any layout, any alignment, any shape; the fallback for operands the faster kernels
@@ -80,7 +80,7 @@ void tc_cp_async_launch(const TcProblem& p, int config, cudaStream_t stream);
 int tc_cp_async_num_configs();
 const char* tc_cp_async_config_name(int config);
 
-// ---- sm_90a (wgmma, TMA), tc_hopper.cu; compiled only when the arch list has 9.0 ----
+// ---- sm_90a (wgmma, TMA), tc/sm90/; compiled only when the arch list has 9.0 ----
 
 // True when this build has the Hopper kernels and the current device is compute capability 9.0.
 bool tc_hopper_available();

@@ -1,12 +1,12 @@
-// Device building blocks shared by both tensor-core GEMM paths (tc_sm80.cu: mma.sync; tc_hopper.cu:
-// wgmma + TMA): element traits, cp.async, the rasterized tile order and the fused epilogue. Written
-// once here so that both ladders use the same pieces.
+// Device building blocks shared by both tensor-core GEMM paths (tc/sm80/: mma.sync; tc/sm90/:
+// wgmma + TMA): cp.async, the rasterized tile order and the kernel-attribute helper, with the
+// epilogue stage and element traits of gemm/epilogue.cuh. Written once here so that both ladders
+// use the same pieces.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -14,47 +14,13 @@
 #include <set>
 #include <utility>
 
-#include "gemm/tc_gemm.h"
+#include "common/launch.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/tc/tc_gemm.h"
 
 namespace cudasteps {
 namespace gemm {
 namespace tc {
-
-// ---- element traits: storage type of a, b, out and addend per TcType ----
-template <TcType T>
-struct Elem;
-
-template <>
-struct Elem<TcType::kBF16> {
-  using type = __nv_bfloat16;
-  static __device__ __forceinline__ float to_float(type v) { return __bfloat162float(v); }
-  static __device__ __forceinline__ type from_float(float v) { return __float2bfloat16_rn(v); }
-  // Two outputs as one 32-bit word (the lower address holds `lo`).
-  static __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-};
-
-template <>
-struct Elem<TcType::kFP16> {
-  using type = __half;
-  static __device__ __forceinline__ float to_float(type v) { return __half2float(v); }
-  static __device__ __forceinline__ type from_float(float v) { return __float2half_rn(v); }
-  static __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-};
-
-// TF32: float storage; the tensor cores read the upper 19 bits (the kernels round with
-// cvt.rna.tf32.f32 where they stage operands through registers).
-template <>
-struct Elem<TcType::kTF32> {
-  using type = float;
-  static __device__ __forceinline__ float to_float(type v) { return v; }
-  static __device__ __forceinline__ type from_float(float v) { return v; }
-};
 
 // ---- shared-memory addresses and cp.async (sm_80+) ----
 
@@ -131,60 +97,6 @@ struct TileRaster {
   }
 };
 
-// ---- epilogue: out[m, n] = alpha * acc + beta * addend[m, n], converted, bounds-checked ----
-template <TcType T>
-struct Epilogue {
-  using E = typename Elem<T>::type;
-  E* out;
-  int64_t ldo;
-  int64_t M, N;
-  float alpha, beta;
-  const E* addend;  // nullptr: none
-  int64_t add_s0, add_s1;
-
-  static Epilogue from(const TcProblem& p) {
-    Epilogue e;
-    e.out = static_cast<E*>(p.out);
-    e.ldo = p.ldo;
-    e.M = p.M;
-    e.N = p.N;
-    e.alpha = p.alpha;
-    e.beta = p.beta;
-    e.addend = p.beta != 0.f ? static_cast<const E*>(p.addend) : nullptr;
-    e.add_s0 = p.add_s0;
-    e.add_s1 = p.add_s1;
-    return e;
-  }
-
-  __device__ __forceinline__ float value(int64_t m, int64_t n, float acc) const {
-    float v = alpha * acc;
-    if (addend != nullptr) v += beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1]);
-    return v;
-  }
-
-  __device__ __forceinline__ void store_one(int64_t m, int64_t n, float acc) const {
-    if (m < M && n < N) out[m * ldo + n] = Elem<T>::from_float(value(m, n, acc));
-  }
-
-  // Elements (m, n) and (m, n + 1), n even: one 32-bit store (16-bit types) or 64-bit store
-  // (float) when both are inside and the address is aligned, else element by element.
-  __device__ __forceinline__ void store_pair(int64_t m, int64_t n, float acc0, float acc1) const {
-    if (m >= M || n >= N) return;
-    E* dst = out + m * ldo + n;
-    if (n + 1 < N && (reinterpret_cast<uintptr_t>(dst) % (2 * sizeof(E))) == 0) {
-      const float v0 = value(m, n, acc0), v1 = value(m, n + 1, acc1);
-      if constexpr (T == TcType::kTF32) {
-        *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-      } else {
-        *reinterpret_cast<uint32_t*>(dst) = Elem<T>::pack2(v0, v1);
-      }
-    } else {
-      store_one(m, n, acc0);
-      store_one(m, n + 1, acc1);
-    }
-  }
-};
-
 // ---- host: kernel attributes ----
 
 // Lets `kernel` use `smem_bytes` of dynamic shared memory (above the default 48 KiB) and asks for
@@ -196,7 +108,7 @@ void configure_smem_once(Kernel kernel, size_t smem_bytes) {
   static std::mutex mutex;
   static std::set<std::pair<const void*, int>> done;  // (kernel, device)
   const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
-                                        int(c10::cuda::current_device())};
+                                        current_device()};
   const std::lock_guard<std::mutex> lock(mutex);
   if (done.count(key)) return;
   if (smem_bytes > 48 * 1024) {

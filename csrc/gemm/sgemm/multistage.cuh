@@ -1,5 +1,5 @@
-// The multistage cp.async SGEMM (sm_80+): the successor of gemm_tiles.cuh's register-staged double
-// buffer. Instantiated by sgemm_multistage_cuda.cu (its configs join the table of gemm_cuda.cu and
+// The multistage cp.async SGEMM (sm_80+): the successor of kernel.cuh's register-staged double
+// buffer. Instantiated by the inst_multistage_*.cu units (its configs join the SGEMM config table and
 // the ladder steps cp_async_multistage ... swizzled_raster).
 //
 // Problem and parameters: those of sgemm_kernel (SgemmParams, split-K through gridDim.z).
@@ -41,8 +41,11 @@
 #include <climits>
 #include <cstdint>
 
-#include "gemm/gemm_tiles.cuh"
-#include "gemm/tc_common.cuh"
+#include "gemm/sgemm/epilogue.cuh"
+#include "gemm/sgemm/loaders.cuh"
+#include "gemm/sgemm/scheduler.cuh"
+#include "gemm/sgemm/tile_config.cuh"
+#include "gemm/tc/common.cuh"
 
 namespace cudasteps {
 namespace gemm {

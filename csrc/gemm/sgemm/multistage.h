@@ -1,10 +1,10 @@
-// Host interface of the multistage cp.async SGEMM (sgemm_multistage_cuda.cu): its configs, each
+// Host interface of the multistage cp.async SGEMM (multistage_configs.cu): its configs, each
 // launched through one function pointer, and the SGEMM ladder steps built on it.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "gemm/gemm_tiles.cuh"
+#include "gemm/sgemm/tile_config.cuh"
 
 namespace cudasteps {
 namespace gemm {

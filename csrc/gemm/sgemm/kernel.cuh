@@ -1,7 +1,9 @@
-// The tiled SGEMM kernel template: tile parameters, the global->shared loader, the inner product
-// loop and the epilogue. Instantiated by gemm_cuda.cu (the config table) and
-// gemm_ladder_cuda.cu (the `vectorized` and `warptile` ladder steps, which are this kernel with
-// features switched off).
+// The tiled SGEMM kernel template: the main loop over K and the kernels around it (sgemm_tile,
+// sgemm_kernel, sgemm_streamk_kernel), composed of the loaders (loaders.cuh), the scheduler
+// (scheduler.cuh) and the epilogue (epilogue.cuh), configured by a TileConfig (tile_config.cuh).
+// Instantiated by the inst_*.cu units of the config table (configs.cuh) and by the SGEMM ladder
+// (ladder_steps.cu: the `vectorized` and `warptile` steps, this kernel with features switched
+// off).
 //
 // Problem: out[M, N] = alpha * A[M, K] @ B[K, N] + beta * C (C: optional strided addend).
 //
@@ -47,396 +49,21 @@
 //     (an NN product run transposed, C^T = B^T A^T) stores the transposed product, float4 along M.
 #pragma once
 
+#pragma once
+
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <cstdint>
 
-#include "gemm/tc_common.cuh"
+#include "gemm/sgemm/epilogue.cuh"
+#include "gemm/sgemm/loaders.cuh"
+#include "gemm/sgemm/scheduler.cuh"
+#include "gemm/sgemm/tile_config.cuh"
+#include "gemm/tc/common.cuh"
 
 namespace cudasteps {
 namespace gemm {
-
-// Floats of padding per shared-memory row. A multiple of 4 keeps every row 16-byte aligned for
-// LDS.128 / STS.128; it also shifts consecutive k rows by 4 banks, so the transposed scalar stores
-// of a K-contiguous operand (4 consecutive k of 8 different m per warp) hit at most 2 ways.
-constexpr int kSmemPad = 4;
-// Output tiles are visited in groups of kGroupM tile rows (Triton's grouped order): consecutive
-// blocks share B column panels and A row panels while they are still in L2.
-constexpr int kGroupM = 8;
-
-// TileConfig::SerpentineFma's bit for an instantiation: the layout (ALayoutK: A contiguous along K,
-// BLayoutK: B contiguous along K), and the kernel (sgemm_kernel, or stream-K's tail kernel).
-constexpr unsigned fma_order_bit(bool a_layout_k, bool b_layout_k, bool stream_k) {
-  return 1u << ((a_layout_k ? 2 : 0) + (b_layout_k ? 1 : 0) + (stream_k ? 4 : 0));
-}
-
-// The compile-time shape of one kernel instantiation.
-//   BM x BN  block tile (outputs per block)        BK  K-depth of one shared-memory slice
-//   WM x WN  warp tile (outputs per warp)          TM x TN  thread tile (accumulators per thread)
-//   Stages   1: single buffer, 2: double buffer, 3..6: cp.async ring (sm_80+, warp tiles only)
-//   WarpTile  false: threads laid out row-major over the block tile, each owning one contiguous
-//            TM x TN block (the `vectorized` ladder step, whose Bs reads are 4-way bank
-//            conflicted); true: the warp-tiled layout above.
-//   MinBlocks  __launch_bounds__ occupancy target (caps registers at 64K / (Threads * MinBlocks)).
-//   KUnroll  unroll factor of the per-k loop over a slice. Full unrolling (BK) lets ptxas hoist
-//            shared loads of later k steps, which at the 128-register cap of 2 blocks/SM spills
-//            (ptxas -v: 96-136 bytes for 128x128x16, 8x8); 1 keeps 8x8 tiles spill-free at ~3
-//            loop instructions per 64 FFMA, the other warps of the SM covering the LDS latency.
-//   CopyGroup  cp.async ring: copies of the next slice issued per k step (A's first, then B's);
-//            CopyGroupKK when both operands are K-contiguous (every copy 4-byte: 12 per thread at
-//            256x128x8 against 9 for a row-major B), CopyGroupUnaligned for the Vec = false
-//            instantiation. No one rule fits ptxas's schedules: on an H100 at 4096^3, 256x128x8
-//            NN ran 0.97x of cuBLAS with 1 or 2 per step, 0.98x with 3, 0.84x with all 9 at
-//            once, NT 0.99x with 2 and 0.96x with 3; 128x256x8 NN 0.87x with 1, 0.93x with 4.
-//   SerpentineFma  which instantiations issue a k step's TM x TN FFMAs in serpentine order (rows
-//            of the thread tile alternately left to right and right to left) instead of row by
-//            row: a bit per layout and kernel, fma_order_bit above; aligned (Vec) only. The
-//            results are the same bit for bit (each accumulator gets the same FFMAs in the same
-//            k order); what changes is ptxas's register assignment, so which operands share a
-//            register bank. No order wins everywhere (256x128x8 on an H100, against row order:
-//            TN +3%, NT +2%, TT +1.4%, the stream-K kernel NN better, sgemm_kernel NN 0.8%
-//            worse; 128x256x8: +2-9% in every layout).
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int Stages_, bool WarpTile_,
-          int MinBlocks_, int KUnroll_ = BK_, int CopyGroup_ = 1, int CopyGroupKK_ = CopyGroup_,
-          int CopyGroupUnaligned_ = CopyGroup_, unsigned SerpentineFma_ = 0>
-struct TileConfig {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, TM = TM_, TN = TN_;
-  static constexpr int Stages = Stages_;
-  static constexpr bool WarpTile = WarpTile_;
-  static constexpr int MinBlocks = MinBlocks_;
-  static constexpr int KUnroll = KUnroll_;
-  static constexpr int kSubM = TM / 4, kSubN = TN / 4;  // 4x4 sub-tiles per thread
-  static constexpr int kWarpsN = BN / WN;
-  static constexpr int kThreads = WarpTile ? (BM / WM) * (BN / WN) * 32 : (BM / TM) * (BN / TN);
-  // Warp-tiled layout: lanes along N and M inside a warp tile.
-  static constexpr int kLanesN = WN / kSubN / 4;
-  static constexpr int kLanesM = WM / kSubM / 4;
-  static constexpr int kStrideA = BM + kSmemPad;  // floats per As row (one k)
-  static constexpr int kStrideB = BN + kSmemPad;
-  static constexpr int kStageFloats = BK * (kStrideA + kStrideB);
-  static constexpr size_t kSmemBytes = size_t(Stages) * kStageFloats * sizeof(float);
-  // The blocked sums' running totals (the ring only), past the ring's stages.
-  static constexpr size_t kSumBytes = size_t(BM) * BN * sizeof(float);
-  static constexpr int CopyGroup = CopyGroup_, CopyGroupKK = CopyGroupKK_;
-  static constexpr int CopyGroupUnaligned = CopyGroupUnaligned_;
-  static constexpr unsigned SerpentineFma = SerpentineFma_;
-
-  static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tile is made of 4x4 sub-tiles");
-  static_assert(BK % 4 == 0, "BK holds whole 16-byte chunks");
-  static_assert(Stages >= 1 && Stages <= 6, "one or two buffers, or a ring of 3 to 6");
-  static_assert(Stages <= 2 || (WarpTile && BK % 8 == 0 && (BM * BK) % kThreads == 0 &&
-                                (BN * BK) % kThreads == 0 && BM % 32 == 0 && BN % 32 == 0),
-                "the cp.async ring copies whole 8-deep k groups, one float per thread per copy");
-  static_assert(!WarpTile || (BM % WM == 0 && BN % WN == 0), "warp tiles cover the block tile");
-  static_assert(!WarpTile || kLanesM * kLanesN == 32, "a warp tile is WM*WN = 32*TM*TN outputs");
-  static_assert(WarpTile || (BM % TM == 0 && BN % TN == 0), "thread tiles cover the block tile");
-  static_assert((BM * BK / 4) % kThreads == 0 && (BN * BK / 4) % kThreads == 0,
-                "each thread loads a whole number of 16-byte chunks per slice");
-};
-
-// Moves one BX x BK slice of an operand (x = m for A, n for B) from global memory into registers
-// (load) and from registers into a k-major shared tile s[BK][BX + pad] (store).
-//   KContig: the operand is contiguous along k (row-major A, column-major B): element (x, k) at
-//            p[x * ld + k]; else contiguous along x: element (x, k) at p[k * ld + x].
-//   Vec:     the base pointer is 16-byte aligned and ld % 4 == 0, so whole in-range chunks load as
-//            one LDG.128; otherwise (and for the ragged last chunk) 4 guarded scalar loads.
-// Out-of-range elements load as 0, so partial tiles need no special case in the math.
-template <int BX, int BK, int Threads, bool KContig, bool Vec>
-struct TileLoader {
-  static constexpr int kChunks = BX * BK / 4;
-  static constexpr int kPerThread = kChunks / Threads;
-  static constexpr int kStride = BX + kSmemPad;
-  float4 regs[kPerThread];
-
-  // Local coordinates of the first element of chunk c.
-  __device__ __forceinline__ static void chunk_coords(int c, int& x, int& k) {
-    if constexpr (KContig) {
-      x = c / (BK / 4);
-      k = (c % (BK / 4)) * 4;
-    } else {
-      k = c / (BX / 4);
-      x = (c % (BX / 4)) * 4;
-    }
-  }
-
-  // tile: the slice's element (0, 0) (x0, k0); x_rem, k_rem: in-range extents from there (may
-  // exceed the tile). 32-bit in-tile coordinates, 64-bit offsets (x * ld can pass 2^31).
-  __device__ __forceinline__ void load(const float* __restrict__ tile, int64_t ld, int x_rem,
-                                       int k_rem, int tid) {
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      int x, k;
-      chunk_coords(tid + j * Threads, x, k);
-      const bool outer_ok = KContig ? x < x_rem : k < k_rem;
-      const int first = KContig ? k : x;     // along the contiguous dimension
-      const int last = KContig ? k_rem : x_rem;  // exclusive end of that dimension
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (outer_ok) {
-        const float* src = KContig ? tile + int64_t(x) * ld + k : tile + int64_t(k) * ld + x;
-        if (Vec && first + 4 <= last) {
-          v = __ldg(reinterpret_cast<const float4*>(src));
-        } else {
-          if (first + 0 < last) v.x = __ldg(src + 0);
-          if (first + 1 < last) v.y = __ldg(src + 1);
-          if (first + 2 < last) v.z = __ldg(src + 2);
-          if (first + 3 < last) v.w = __ldg(src + 3);
-        }
-      }
-      regs[j] = v;
-    }
-  }
-
-  __device__ __forceinline__ void store(float* __restrict__ s, int tid) const {
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      int x, k;
-      chunk_coords(tid + j * Threads, x, k);
-      if constexpr (KContig) {
-        // The transposed store: 4 consecutive k of one x go to 4 rows of the k-major tile.
-        s[(k + 0) * kStride + x] = regs[j].x;
-        s[(k + 1) * kStride + x] = regs[j].y;
-        s[(k + 2) * kStride + x] = regs[j].z;
-        s[(k + 3) * kStride + x] = regs[j].w;
-      } else {
-        *reinterpret_cast<float4*>(s + k * kStride + x) = regs[j];
-      }
-    }
-  }
-};
-
-// The cp.async counterpart of TileLoader (Stages >= 3): issues the copies of one BX x BK slice of
-// an operand straight into the k-major shared tile s[BK][BX + pad].
-//   KContig: one float per copy. Lane l of a warp copies k = l % 8 of row x = l / 8 (+ 4 per
-//            warp): every 32-byte row segment is one sector, and in shared memory the 8 k of a row
-//            land kStride apart. kStride = BX + 4 is 4 banks mod 32 (BX % 32 == 0), so the 32
-//            lanes (4 rows x 8 k) hit 32 different banks: the transpose is conflict-free.
-//   else:    contiguous along x: 16-byte copies (Vec), or four 4-byte copies when the operand's
-//            rows are not 16-byte aligned. A chunk that straddles x_rem copies its valid part.
-// Past the operand's edge along x (rows of A past M, columns of B past N) the copies read the last
-// row (KContig) or nothing: those shared values only reach outputs that are never stored. Past K
-// (the last slice, and the dead slices after it) the copies write zeros, which the math needs.
-// The thread's copies sit at fixed offsets from its first one (rows kRowsPerPass apart, k rows
-// kKPerPass apart), computed once, so per slice issuing is a compare, 64-bit adds and the copies.
-template <int BX, int BK, int Threads, bool KContig, bool Vec>
-struct CpAsyncLoader {
-  static constexpr int kStride = BX + kSmemPad;
-  // KContig: floats per thread per slice; else 16-byte chunks.
-  static constexpr int kPerThread = KContig ? BX * BK / Threads : BX * BK / 4 / Threads;
-  static constexpr int kRowsPerPass = Threads / 8;      // KContig: rows covered by one copy of all
-  static constexpr int kKPerPass = Threads / (BX / 4);  // else: k rows covered likewise
-  static constexpr int kRows = KContig ? BX / kRowsPerPass : 1;  // distinct rows per thread
-  static_assert(KContig ? BX % kRowsPerPass == 0 : Threads % (BX / 4) == 0,
-                "each copy of a thread moves by whole rows of the slice");
-
-  // Local offsets of copy j from copy 0 (compile-time; before the clamp at the edge).
-  __device__ __forceinline__ static constexpr int dx(int j) {
-    return KContig ? (j % kRows) * kRowsPerPass : 0;
-  }
-  __device__ __forceinline__ static constexpr int dk(int j) {
-    return KContig ? 8 * (j / kRows) : j * kKPerPass;
-  }
-
-  const float* src;   // copy 0 of the current slice
-  const float* base;  // KContig: copy 0's row at slice 0's first k; else its chunk at that k.
-                      // In bounds: the copies that read nothing name it (+ their row offset).
-  int64_t row_off[kRows];  // KContig: element offset of copy j's row from copy 0's (j % kRows)
-  int64_t ld;
-  int dst;      // copy 0's offset in the shared tile
-  int k0;       // copy 0's k in the slice
-  int x_valid;  // else: elements of the thread's 4-wide chunk inside the operand (0..4)
-
-  // tile: slice 0's element (0, 0); x_rem: in-range extent along x from there (>= 1, may
-  // exceed BX).
-  __device__ __forceinline__ CpAsyncLoader(const float* tile, int64_t ld_, int x_rem, int tid)
-      : ld(ld_) {
-    int x;
-    if constexpr (KContig) {
-      x = tid / 8;
-      k0 = tid % 8;
-      // Rows past the edge read the last row instead (their outputs are not stored).
-      const int x_read = x < x_rem ? x : x_rem - 1;
-      base = tile + int64_t(x_read) * ld;
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const int xr = x + r * kRowsPerPass;
-        row_off[r] = int64_t((xr < x_rem ? xr : x_rem - 1) - x_read) * ld;
-      }
-      src = base + k0;
-      x_valid = 0;
-    } else {
-      x = (tid % (BX / 4)) * 4;
-      k0 = tid / (BX / 4);
-      const int left = x_rem - x;
-      x_valid = left >= 4 ? 4 : (left > 0 ? left : 0);
-      base = tile + (x_valid > 0 ? x : 0);  // a chunk wholly past the edge names column 0
-      src = base + int64_t(k0) * ld;
-    }
-    dst = k0 * kStride + x;
-  }
-
-  // k_rem: in-range extent along k from the slice's first k (<= 0: nothing is read, the copies
-  // write zeros) -> the limit that issue_one takes.
-  __device__ __forceinline__ int k_limit(int k_rem) const { return k_rem - k0; }
-
-  // Copy j (0 <= j < kPerThread) of the current slice into the shared tile s.
-  __device__ __forceinline__ void issue_one(int j, float* __restrict__ s, int k_lim) const {
-    const bool k_ok = dk(j) < k_lim;
-    float* to = s + dst + dk(j) * kStride + dx(j);
-    if constexpr (KContig) {
-      const int64_t off = j % kRows == 0 ? 0 : row_off[j % kRows];
-      tc::cp_async_4(to, (k_ok ? src + dk(j) : base) + off, k_ok);
-    } else {
-      const float* from = k_ok ? src + int64_t(dk(j)) * ld : base;
-      if constexpr (Vec) {
-        tc::cp_async_16_bytes(to, from, k_ok ? x_valid * 4 : 0);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const bool ok = k_ok && i < x_valid;
-          tc::cp_async_4(to + i, ok ? from + i : base, ok);
-        }
-      }
-    }
-  }
-
-  // Moves to the next slice, `step` elements on.
-  __device__ __forceinline__ void advance(int64_t step) { src += step; }
-};
-
-// A thread's N fragment values at one k: N / 4 LDS.128 of 4 consecutive floats, at src,
-// src + step, src + 2 * step, ... (its 4x4 sub-tiles along one dimension of the warp tile).
-template <int N>
-__device__ __forceinline__ void load_fragment(float* dst, const float* __restrict__ src, int step) {
-#pragma unroll
-  for (int i = 0; i < N / 4; ++i) {
-    const float4 v = *reinterpret_cast<const float4*>(src + i * step);
-    dst[i * 4 + 0] = v.x;
-    dst[i * 4 + 1] = v.y;
-    dst[i * 4 + 2] = v.z;
-    dst[i * 4 + 3] = v.w;
-  }
-}
-
-struct SgemmParams {
-  const float* a;
-  const float* b;
-  int64_t lda, ldb;
-  float* out;               // row-major, leading dimension N (OutT: column-major, M)
-  int64_t out_split_stride;  // elements between the partial outputs of split-K blocks
-  const float* addend;      // nullptr: none
-  int64_t add_s0, add_s1;
-  float alpha, beta;
-  int64_t M, N, K;
-  int64_t k_per_split;  // multiple of BK; >= K when not split
-  int tiles_m, tiles_n;
-  // The ring: slices per block of the blocked sums (0: one running sum; else the kernel is
-  // launched with kSumBytes more shared memory).
-  int sum_block_slices;
-};
-
-// First row (m) and column (n) of this thread's accumulators, and the spacing of its 4x4
-// sub-tiles: accumulator (r, c) is output (row0 + (r / 4) * row_step + r % 4,
-// col0 + (c / 4) * col_step + c % 4) of the block tile.
-template <class Cfg>
-__device__ __forceinline__ void thread_origin(int tid, int& row0, int& col0, int& row_step,
-                                              int& col_step) {
-  if constexpr (Cfg::WarpTile) {
-    const int warp = tid / 32, lane = tid % 32;
-    const int warp_m = warp / Cfg::kWarpsN, warp_n = warp % Cfg::kWarpsN;
-    row0 = warp_m * Cfg::WM + (lane / Cfg::kLanesN) * 4;
-    col0 = warp_n * Cfg::WN + (lane % Cfg::kLanesN) * 4;
-    row_step = Cfg::WM / Cfg::kSubM;
-    col_step = Cfg::WN / Cfg::kSubN;
-  } else {
-    row0 = (tid / (Cfg::BN / Cfg::TN)) * Cfg::TM;
-    col0 = (tid % (Cfg::BN / Cfg::TN)) * Cfg::TN;
-    row_step = 4;
-    col_step = 4;
-  }
-}
-
-// Stores v[0..3] (alpha already applied) plus beta * p.addend[add + (pos + c) * step] to
-// dst[0..3], for the positions pos + c below `limit` (the others are past the matrix): one
-// 16-byte store when vec_out and all four are in bounds.
-__device__ __forceinline__ void store_out4_at(const SgemmParams& p, float* dst, int64_t add,
-                                              int64_t step, int64_t pos, int64_t limit,
-                                              float (&v)[4], bool vec_out) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-    if (p.addend != nullptr && pos + c < limit)
-      v[c] += p.beta * __ldg(p.addend + add + (pos + c) * step);
-  if (vec_out && pos + 4 <= limit) {
-    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-  } else {
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      if (pos + c < limit) dst[c] = v[c];
-  }
-}
-
-// Output row m, columns n .. n+3 (store_out4_at).
-__device__ __forceinline__ void store_out4(const SgemmParams& p, float* out, int64_t m, int64_t n,
-                                           float (&v)[4], bool vec_out) {
-  store_out4_at(p, out + m * p.N + n, m * p.add_s0, p.add_s1, n, p.N, v, vec_out);
-}
-
-// The same for a kernel that computes the transposed output (OutT: an NN product run as
-// (B^T A^T)^T, see sgemm_tile): its element (m, n) is output element (n, m), at out[n * M + m].
-// Stores the kernel's rows m .. m+3 of column n, contiguous in the output (vec_out: M % 4 == 0,
-// out aligned). The addend's strides are the kernel's (swapped by the caller).
-__device__ __forceinline__ void store_out4_t(const SgemmParams& p, float* out, int64_t m,
-                                             int64_t n, float (&v)[4], bool vec_out) {
-  store_out4_at(p, out + n * p.M + m, n * p.add_s1, p.add_s0, m, p.M, v, vec_out);
-}
-
-// First output row and column of output tile `tile`. Grouped order: kGroupM tile rows at a time,
-// column by column inside the group, so that consecutive tiles share panels of A and B in L2.
-template <class Cfg>
-__device__ __forceinline__ void tile_origin(const SgemmParams& p, int tile, int64_t& m0,
-                                            int64_t& n0) {
-  const int tiles_per_group = kGroupM * p.tiles_n;
-  const int first_m = (tile / tiles_per_group) * kGroupM;
-  const int group_rows = min(p.tiles_m - first_m, kGroupM);
-  const int in_group = tile % tiles_per_group;
-  m0 = int64_t(first_m + in_group % group_rows) * Cfg::BM;
-  n0 = int64_t(in_group / group_rows) * Cfg::BN;
-}
-
-// ---- stream-K tail ----
-//
-// A product of T tiles on S SMs (one block per SM) runs floor(T / S) full waves and a last wave
-// of `tail` = T % S tiles that leaves the other SMs idle (8192^3 at 256x128: 15 waves + 68 of
-// 132). With the stream-K tail, sgemm_kernel runs the full waves (tiles [0, dp_tiles)) and
-// sgemm_streamk_kernel shares the tail tiles' K iterations (slices of BK, iters_per_tile per
-// tile) evenly over `blocks` blocks, one per SM: block b takes iterations
-// [b * I / blocks, (b + 1) * I / blocks) of the tail's I = tail * iters_per_tile, tile by tile.
-// With tail <= blocks that is a part of at most two tiles: the end of one and the start of the
-// next. Each part's partial sums go to one of the block's two workspace slots; the block that
-// writes a tile's last part adds up the tile's parts in block order (deterministic: the same order
-// whichever block comes last; no floating-point atomics; no block waits on another) and stores it.
-struct StreamKParams {
-  int dp_tiles;        // tiles [0, dp_tiles) are sgemm_kernel's; the tail is [dp_tiles, T)
-  int blocks;          // blocks sharing the tail: from the tail's tile count up to iters (so
-                       // that no block's range is empty)
-  int iters_per_tile;  // ceil(K / BK)
-  int64_t iters;       // tail * iters_per_tile
-  float* workspace;    // blocks * 2 slots of BM * BN floats
-  int* counters;       // parts written, one per tail tile, zero before the launch
-};
-
-// First tail iteration of block b's range.
-__host__ __device__ __forceinline__ int64_t streamk_begin(const StreamKParams& sk, int b) {
-  return int64_t(b) * sk.iters / sk.blocks;
-}
-
-// The block whose range holds tail iteration `it` (no range is empty: blocks <= iters).
-__device__ __forceinline__ int streamk_block_of(const StreamKParams& sk, int64_t it) {
-  int b = int(it * sk.blocks / sk.iters);
-  while (b > 0 && streamk_begin(sk, b) > it) --b;
-  while (streamk_begin(sk, b + 1) <= it) ++b;
-  return b;
-}
 
 // One block's work on output tile `tile` over the K range [k_begin, k_end): the main loop (the
 // ring or the register-staged buffers), then the epilogue: alpha * acc + beta * C into the output
@@ -444,7 +71,7 @@ __device__ __forceinline__ int streamk_block_of(const StreamKParams& sk, int64_t
 // tile; they go to the workspace, and the block that writes the tile's last part adds up all the
 // parts in block order (a fixed order whichever block comes last: deterministic) and stores them.
 // ALayoutK: A is contiguous along K (row-major); BLayoutK: B is contiguous along K (column-major).
-// OutT: the product is the transpose of the output (gemm_cuda.cu runs an NN product C = A B as
+// OutT: the product is the transpose of the output (the dispatcher runs an NN product C = A B as
 // C^T = B^T A^T, whose operands need only A's 4-byte transposing copies for the smaller side of the
 // tile); element (m, n) goes to out[n * M + m], 16-byte stores along m.
 template <class Cfg, bool ALayoutK, bool BLayoutK, bool Vec, bool StreamK = false,
@@ -839,23 +466,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MinBlocks)
                                                          int64_t(kb) * Cfg::BK,
                                                          min(int64_t(ke) * Cfg::BK, p.K), sk);
     it += ke - kb;
-  }
-}
-
-// out[i] = alpha * sum_s partial[s][i] + beta * C[m * s0 + n * s1]. With splits = 0 this is the
-// K = 0 case (alpha * 0 + beta * C); any element type (float64 K = 0 uses it too).
-template <typename T>
-__global__ void splitk_epilogue_kernel(const T* __restrict__ partial, int splits, int64_t M,
-                                       int64_t N, T* __restrict__ out, T alpha, T beta,
-                                       const T* __restrict__ addend, int64_t s0, int64_t s1) {
-  const int64_t total = M * N;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    T sum = T(0);
-    for (int s = 0; s < splits; ++s) sum += partial[int64_t(s) * total + i];
-    T v = alpha * sum;
-    if (addend != nullptr) v += beta * addend[(i / N) * s0 + (i % N) * s1];
-    out[i] = v;
   }
 }
 

@@ -1,4 +1,4 @@
-// Device building blocks of the mma.sync tensor-core path (tc_sm80.cu): the warp-level MMA
+// Device building blocks of the mma.sync tensor-core path (tc/sm80/): the warp-level MMA
 // instructions, ldmatrix, TF32 rounding and the XOR swizzle of the shared-memory tiles.
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16 / m16n8k8"). In a warp, lane
@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "gemm/tc_common.cuh"
+#include "gemm/tc/common.cuh"
 
 namespace cudasteps {
 namespace gemm {

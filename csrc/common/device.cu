@@ -1,0 +1,31 @@
+// The device queries of launch.cuh, defined once here, where ATen's headers are included anyway.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include "common/launch.cuh"
+
+namespace cudasteps {
+
+int sm_count() {
+  return at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+}
+
+size_t smem_per_block_optin() {
+  return size_t(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin);
+}
+
+int current_device() {
+  return int(c10::cuda::current_device());
+}
+
+ScratchBuffer scratch_buffer(size_t bytes) {
+  auto tensor = std::make_shared<at::Tensor>(at::empty(
+      {int64_t(bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, current_device())));
+  ScratchBuffer buffer;
+  buffer.ptr = tensor->data_ptr();
+  buffer.owner = std::move(tensor);
+  return buffer;
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,215 @@
+// CUDA add and mul (binary.h's plan: broadcasting, type promotion, host values): the flat kernel
+// of kernels.cuh for dense operands, a strided kernel for the rest.
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "elementwise/kernels.cuh"
+
+namespace cudasteps {
+namespace elementwise {
+namespace {
+
+// ---- add / mul: the strided path ----------------------------------------------------------------
+
+// out[i] = op(a[off_a(i)], b[off_b(i)]) for the contiguous output index i, offsets from the merged
+// dims of p (strides 0 on broadcast dims). index_t is uint32_t when every index and offset fits,
+// which makes the per-element divisions several times cheaper than 64-bit ones.
+template <typename T, typename index_t, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    strided_binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                          int64_t numel, StridedPair p, Op op) {
+  using Acc = at::opmath_type<T>;
+  const index_t n = static_cast<index_t>(numel);
+  const index_t stride = static_cast<index_t>(gridDim.x) * kThreads;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    index_t rest = i, oa = 0, ob = 0;
+#pragma unroll 4
+    for (int d = p.ndim - 1; d >= 0; --d) {
+      const index_t size = static_cast<index_t>(p.sizes[d]);
+      const index_t idx = rest % size;
+      rest /= size;
+      oa += idx * static_cast<index_t>(p.out_strides[d]);
+      ob += idx * static_cast<index_t>(p.in_strides[d]);
+    }
+    out[i] = T(op(Acc(a[oa]), Acc(b[ob])));
+  }
+}
+
+// The same by rows of the last merged dim: a block-row computes its row's two base offsets once
+// (the divisions), then walks the row's columns with the last dim's strides (0 or 1 for the
+// broadcasts users write: x * w[:, None], x * v, a 0-dim tensor), coalesced, with no per-element
+// division. Blocks along y take rows; along x, enough blocks that each thread takes about
+// kRowsUnroll columns of a row (at most 64 blocks per SM across a row).
+constexpr int kRowsUnroll = 4;
+
+template <typename T, typename index_t, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    strided_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                        int64_t rows, int64_t cols, StridedPair p, Op op) {
+  using Acc = at::opmath_type<T>;
+  const int last = p.ndim - 1;
+  const index_t sa = static_cast<index_t>(p.out_strides[last]);
+  const index_t sb = static_cast<index_t>(p.in_strides[last]);
+  const index_t n_cols = static_cast<index_t>(cols);
+  const index_t c_step = static_cast<index_t>(gridDim.x) * kThreads;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    index_t rest = static_cast<index_t>(r), oa = 0, ob = 0;
+    for (int d = last - 1; d >= 0; --d) {
+      const index_t size = static_cast<index_t>(p.sizes[d]);
+      const index_t idx = rest % size;
+      rest /= size;
+      oa += idx * static_cast<index_t>(p.out_strides[d]);
+      ob += idx * static_cast<index_t>(p.in_strides[d]);
+    }
+    const T* ar = a + oa;
+    const T* br = b + ob;
+    T* orow = out + static_cast<index_t>(r) * n_cols;
+    for (index_t c = static_cast<index_t>(blockIdx.x) * kThreads + threadIdx.x; c < n_cols; c += c_step) {
+      orow[c] = T(op(Acc(ar[c * sa]), Acc(br[c * sb])));
+    }
+  }
+}
+
+// Largest element offset + 1 that a view of p's sizes and these strides reaches.
+inline int64_t span_of(const StridedPair& p, const int64_t* strides) {
+  int64_t span = 1;
+  for (int d = 0; d < p.ndim; ++d) span += (p.sizes[d] - 1) * strides[d];
+  return span;
+}
+
+// Last merged dims at least this long take strided_rows_kernel (half a block's columns or more:
+// shorter rows would leave most of a row-block's threads idle).
+constexpr int64_t kMinRowsCols = 128;
+
+template <typename T, typename Op>
+void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op,
+                           cudaStream_t stream, const char* name) {
+  // Views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
+  const StridedPair p = make_strided_pair(a_view, b_view, name);
+  const int64_t numel = a_view.numel();
+  const int64_t max_blocks = int64_t(sm_count()) * 64;
+  const bool small = numel <= INT32_MAX && span_of(p, p.out_strides) <= INT32_MAX &&
+                     span_of(p, p.in_strides) <= INT32_MAX;
+  const T* a = a_view.const_data_ptr<T>();
+  const T* b = b_view.const_data_ptr<T>();
+  const int64_t cols = p.sizes[p.ndim - 1];
+  if (cols >= kMinRowsCols) {
+    // Rows long enough to fill a block: the row kernel.
+    const int64_t rows = numel / cols;
+    const dim3 rows_grid(unsigned(std::min(ceil_div<int64_t>(cols, kRowsUnroll * kThreads), max_blocks)),
+                         unsigned(std::min<int64_t>(rows, 65535)));
+    if (small) {
+      strided_rows_kernel<T, uint32_t><<<rows_grid, kThreads, 0, stream>>>(a, b, out, rows, cols, p, op);
+    } else {
+      strided_rows_kernel<T, int64_t><<<rows_grid, kThreads, 0, stream>>>(a, b, out, rows, cols, p, op);
+    }
+  } else {
+    const int64_t grid = std::min(ceil_div<int64_t>(numel, kThreads), max_blocks);
+    if (small) {
+      strided_binary_kernel<T, uint32_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+    } else {
+      strided_binary_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(a, b, out, numel, p, op);
+    }
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Every dtype add/mul take: floating (fp32 math for half/bf16), integers and bool.
+#define CUDASTEPS_BINARY_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, TYPE, NAME, __VA_ARGS__)
+
+// Runs `op` (made for the math type Acc) on the plan's operands into a new contiguous tensor of
+// the broadcast shape and result dtype.
+template <typename MakeOp>
+at::Tensor run_binary_cuda(const BinaryPlan& plan, const char* name, MakeOp make_op) {
+  at::Tensor out = at::empty(plan.shape, at::TensorOptions().dtype(plan.dtype).device(plan.device));
+  if (plan.path == BinaryPath::kEmpty) return out;
+  const c10::cuda::CUDAGuard guard(plan.device);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const at::Tensor& a = plan.self.tensor;
+  const at::Tensor& b = plan.other.tensor;
+  CUDASTEPS_BINARY_TYPES(plan.dtype, "binary_cuda", [&] {
+    using Acc = at::opmath_type<scalar_t>;
+    const auto op = make_op(Acc{});
+    using BaseOp = std::decay_t<decltype(op)>;
+    scalar_t* o = out.data_ptr<scalar_t>();
+    switch (plan.path) {
+      case BinaryPath::kFlat:
+        launch_flat<scalar_t, true>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), o,
+                                    plan.numel, op, stream);
+        return;
+      case BinaryPath::kFlatValue:
+        if (plan.other.is_value()) {
+          launch_flat<scalar_t, false>(a.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
+                                       ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)},
+                                       stream);
+        } else {
+          launch_flat<scalar_t, false>(b.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
+                                       ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)},
+                                       stream);
+        }
+        return;
+      case BinaryPath::kRowVec:
+        launch_rowvec<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr(), false, o, plan.rows,
+                                plan.cols, op, stream, name);
+        return;
+      case BinaryPath::kVecRow:
+        launch_rowvec<scalar_t>(b.const_data_ptr<scalar_t>(), a.const_data_ptr(), false, o, plan.rows,
+                                plan.cols, SwappedOp<BaseOp>{op}, stream, name);
+        return;
+      case BinaryPath::kStrided:
+        // A host value with a strided tensor: the tensor stands in for both operands and the value
+        // goes in the functor (one kernel shape for all strided cases).
+        if (plan.other.is_value()) {
+          launch_strided_binary<scalar_t>(
+              a, a, o, ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)}, stream, name);
+        } else if (plan.self.is_value()) {
+          launch_strided_binary<scalar_t>(
+              b, b, o, ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)}, stream, name);
+        } else {
+          launch_strided_binary<scalar_t>(a, b, o, op, stream, name);
+        }
+        return;
+      case BinaryPath::kEmpty: return;
+    }
+  });
+  return out;
+}
+
+at::Tensor add_plan_cuda(const BinaryPlan& plan, const at::Scalar& alpha) {
+  check_alpha(alpha, plan.dtype, "add");
+  return run_binary_cuda(plan, "add", [&](auto acc) {
+    using Acc = decltype(acc);
+    return AddOp<Acc>{scalar_to<Acc>(alpha)};
+  });
+}
+
+at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
+}
+
+at::Tensor add_scalar_cuda(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
+}
+
+at::Tensor mul_cuda(const at::Tensor& self, const at::Tensor& other) {
+  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
+}
+
+at::Tensor mul_scalar_cuda(const at::Tensor& self, const at::Scalar& other) {
+  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
+}
+
+}  // namespace
+}  // namespace elementwise
+
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("add", &elementwise::add_cuda);
+  m.impl("add.Scalar", &elementwise::add_scalar_cuda);
+  m.impl("mul", &elementwise::mul_cuda);
+  m.impl("mul.Scalar", &elementwise::mul_scalar_cuda);
+}
+
+}  // namespace cudasteps

@@ -1,0 +1,563 @@
+// The SGEMM path's dispatcher (gemm_cuda): the tuned SGEMMs (kernel.cuh: register-staged double buffer, or a
+// cp.async ring into k-major tiles; multistage.cuh: multistage cp.async ring into
+// layout-preserving tiles) behind one config table, chosen per shape from a measured table
+// (table.inc), a simple tiled float64 kernel, and deterministic split-K.
+//
+// Layouts. Each operand is read in place when one of its strides is 1 (row- or column-major, with
+// any leading dimension): the kernel template is instantiated for all four combinations (NN, NT,
+// TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
+// Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
+// of 4 take sgemm_kernel's scalar-load instantiation (Vec = false; in the cp.async ring, 4-byte
+// copies); the math is the same. A multistage or ring config runs on a copy of such operands with
+// padded rows when the product is large enough (worth_repacking); else a multistage config
+// (cp.async copies aligned 16-byte chunks) hands them to the sgemm_kernel config with the same
+// block tile (unaligned_fallback), and a ring config takes its own scalar-copy instantiation.
+//
+// Config table: kConfigs below (sgemm_kernel), then the multistage configs of
+// multistage_configs.cu (names cp<stages>_...); the `cfg:<name>` ladder variants run each one
+// by name. The sgemm_kernel configs:
+//   128x128x8_w64x32_t8x8   the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
+//                           per SM (<= 128 registers: 119-125 used, no spills in any of the 8
+//                           layout/alignment instantiations), 17 KiB shared memory per block, k loop
+//                           not unrolled (KUnroll = 1: unrolling 2x or more spills at 128 registers).
+//   128x128x16_w64x32_t8x8  16-deep K slice: half the barriers per FFMA, 33 KiB shared memory;
+//                           spills 8 bytes in the TT-like (A row-major, B column-major) layouts.
+//   128x128x8_w32x64_t8x8   warp tile 32 x 64 instead of 64 x 32 (A/B shared-load balance flipped).
+//   128x128x16_w64x32_t8x8_occ1  1 block per SM (up to 255 registers), k loop fully unrolled: ILP
+//                           instead of occupancy hides the shared-load latency.
+//   128x64x16_w64x32_t8x8   128 threads: twice as many blocks for mid-size outputs (3 blocks/SM:
+//                           4 blocks/SM would cap registers at 128 and spill).
+//   64x64x16_w32x32_t8x4    128 threads, 8x4 per thread: 4x the blocks of the main config, to fill
+//                           132 SMs on small outputs (1024^2) when K is too short to split.
+//   128x256x8_w64x64_t8x16  256 threads, 8x16 accumulators per thread (6 LDS.128 per 128 FFMA),
+//                           1 block per SM (218-224 registers, no spills), k loop fully
+//                           unrolled, 25 KiB shared memory. BK = 16 fully unrolled spills.
+//   256x128x8_w64x64_t16x8  the transposed tile: 16x8 per thread, 1 block per SM (223-233
+//                           registers, no spills), k loop fully unrolled, 25 KiB shared memory.
+//   128x128x16_w64x64_t8x16 128 threads (4 warps), 8x16 per thread, 2 blocks per SM (235-250
+//                           of 255 registers, no spills), KUnroll = 1 (2 spills 24-28 bytes),
+//                           33 KiB shared memory.
+//   ring3_128x256x8_w64x64_t8x16  sgemm_kernel's cp.async ring (Stages = 3): the 128x256x8 tile
+//                           with no register staging, K-contiguous operands transposed by 4-byte
+//                           copies into k-major tiles, 37 KiB shared memory. Copies per k step: 4
+//                           (3 when both operands are K-contiguous, 1 for rows that are not
+//                           16-byte aligned, where every copy is 4-byte). 224-255 registers; the
+//                           unaligned TN instantiation (column-major A) spills 24 bytes. The
+//                           table's choice for unaligned rows and for M = 128.
+//   ring3_256x128x8_w64x64_t16x8  the same ring on cuBLAS's tile shape: 16x8 per thread, 3 copies
+//                           per k step (2 when both operands are K-contiguous: 12 4-byte copies
+//                           per thread per slice; 1 unaligned), 37 KiB shared memory, 239-249
+//                           registers; the unaligned TN instantiation spills 12 bytes. The
+//                           table's choice for every aligned layout of large products.
+//   The ring configs issue a k step's FFMAs in serpentine order where that measured faster
+//   (TileConfig::SerpentineFma; the 256x128 ring all but sgemm_kernel NN, the 128x256 ring
+//   everywhere); the `_rowfma` twins (ring3_128x256x8_w64x64_t8x16_rowfma,
+//   ring3_256x128x8_w64x64_t16x8_rowfma) keep row order everywhere, for the ladder steps before
+//   serpentine_fma.
+//   ring3_256x128x8_w64x64_t16x8_swapnn  the 256x128 ring running aligned NN products swapped,
+//                           as C^T = B^T A^T (gemm_cuda): the TT instantiation, whose 4-byte
+//                           transposing copies fill the tile's 128-wide side instead of its
+//                           256-wide side, and an epilogue that stores the transposed product.
+//                           Other layouts (and unaligned rows) run as the config without it.
+// The ring configs add the stream-K tail (kernel.cuh) where streamk_pays: the last, partial
+// wave of tiles shared over all SMs by K iterations, with a deterministic fix-up.
+// Choice (choose_config): the nearest row of the measured table table.inc (written by
+// scripts/sgemm_sweep.py --emit), see choose_config for the rule between measured shapes.
+//
+// Tensor cores (tc_gemm_cuda, below the SGEMM): bf16/fp16 always, and float32 when torch's TF32
+// switch (torch.backends.cuda.matmul.allow_tf32, or set_float32_matmul_precision "high"/"medium")
+// is on, read from at::globalContext() per call. Kernel choice: on a Hopper GPU (and a build with
+// the sm_90a kernels) the warp-specialized wgmma/TMA kernel; elsewhere (sm_80+) the multistage
+// cp.async + ldmatrix kernel (the plain mma.sync kernel is the tc:mma ladder step, run by name).
+// Operands TMA / cp.async cannot read in place (base or leading dimension not 16-byte aligned) are
+// first repacked by cudasteps::copy_ into a buffer whose rows are padded to 16 bytes: one pass over
+// the operand, small next to the product, and it lets ragged shapes (K = 4099) run the fast kernels.
+// TF32 wgmma reads shared-memory operands K-major only. One MN-major TF32 operand (mm's row-major
+// B) is read in place through registers by tc:ws_tf32_rs, where the output needs no split-K;
+// otherwise MN-major TF32 operands are written K-major into such a buffer by cudasteps::transpose_
+// (one pass when the rows need no padding; into padded rows transpose_ stages through a
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/checks.h"
+#include "common/launch.cuh"
+#include "common/vec.cuh"
+#include "gemm/gemm_cuda.h"
+#include "gemm/sgemm/configs.cuh"
+#include "gemm/sgemm/multistage.h"
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+// Whether config c is a ring config (Stages >= 3): the stream-K kernel, the blocked sums.
+bool is_ring(const ConfigEntry* c) { return c != nullptr && c->launch_streamk != nullptr; }
+
+// Whether config c runs the product swapped, as C^T = B^T A^T (gemm_cuda): a swap_nn config on an
+// NN product (a_k: A row-major, b_k: B column-major) whose operand rows are 16-byte aligned.
+bool runs_swapped(const ConfigEntry* c, bool a_k, bool b_k, bool vec) {
+  return c != nullptr && c->swap_nn && a_k && !b_k && vec;
+}
+
+// The sgemm_kernel configs. Index 0 is the main config.
+const ConfigEntry kConfigs[] = {
+    entry<CfgMain>("128x128x8_w64x32_t8x8"),
+    entry<CfgBK16>("128x128x16_w64x32_t8x8"),
+    entry<CfgW32x64>("128x128x8_w32x64_t8x8"),
+    entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
+    entry<CfgMid>("128x64x16_w64x32_t8x8"),
+    entry<CfgSmall>("64x64x16_w32x32_t8x4"),
+    entry<CfgWide>("128x256x8_w64x64_t8x16"),
+    entry<CfgTall>("256x128x8_w64x64_t16x8"),
+    entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
+    entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
+    entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
+    entry<CfgRingWideRowFma>("ring3_128x256x8_w64x64_t8x16_rowfma"),
+    entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
+    entry<CfgRingTall, true>("ring3_256x128x8_w64x64_t16x8_swapnn"),
+};
+constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+constexpr int kMainConfig = 0;
+// Smaller tiles for outputs that leave SMs idle and cannot split K (choose_config).
+constexpr int kMidConfig = 4, kSmallConfig = 5;  // 128x64x16_w64x32_t8x8, 64x64x16_w32x32_t8x4
+
+// The combined table: index i < kNumConfigs is kConfigs[i] (sgemm_kernel), the others are the
+// multistage entries ms_entry(i - kNumConfigs) (multistage_configs.cu), which include the
+// ladder-step configs (not listed by name: not every layout is instantiated for them).
+struct ResolvedConfig {
+  const char* name;
+  int bm, bn, bk, min_blocks;
+  const ConfigEntry* legacy;  // sgemm_kernel config, or nullptr
+  const MsEntry* ms;          // multistage config, or nullptr
+};
+
+ResolvedConfig resolve_config(int index) {
+  if (index < kNumConfigs) {
+    const ConfigEntry& c = kConfigs[index];
+    return ResolvedConfig{c.name, c.bm, c.bn, c.bk, c.min_blocks, &c, nullptr};
+  }
+  const MsEntry& e = ms_entry(index - kNumConfigs);
+  return ResolvedConfig{e.name, e.bm, e.bn, e.bk, e.min_blocks, nullptr, &e};
+}
+
+// The sgemm_kernel config with the block tile of a multistage config: what runs when an operand
+// row is not 16-byte aligned (cp.async copies whole aligned 16-byte chunks).
+const ConfigEntry& unaligned_fallback(int bm, int bn) {
+  for (const ConfigEntry& c : kConfigs)
+    if (c.bm == bm && c.bn == bn) return c;
+  return kConfigs[kMainConfig];
+}
+
+// The ring configs' blocked sums: K per block. Error against float64 on an H100, as a fraction
+// of one straight sum's: cuBLAS 0.58x on 4097 x 4095 x 4099, 0.70x on the TN products at K = 4096
+// and 8192, about 1x elsewhere (1.13x at 2048^3); blocks of 1024 give 1 / sqrt(K / 1024): 0.5x at
+// K = 4096, 0.35x at 8192, 0.71x at 2048, none up to 1024. They cost 0.3-0.5% at 2048^3 to
+// 8192^3; 4 blocks whatever K (256 of K per block at 1024) cost 1.6% at 2048^3, where one flush,
+// about a slice's time, is a larger share.
+constexpr int64_t kSumBlockK = 1024;
+// Split-K applies when the output is too small to fill the GPU and K is at least this long.
+constexpr int64_t kSplitKMinK = 2048;
+// Each split keeps at least this much K, so its partial-sum write stays small next to its math.
+constexpr int64_t kSplitKMinSlice = 256;
+constexpr int kSplitKMax = 16;
+
+// ---- the measured dispatch table (table.inc, written by scripts/sgemm_sweep.py --emit) ----
+
+// One measured shape: the config (any name of the combined table) and split-K factor that ran it
+// fastest. layout: "NN", "NT", "TN" or "TT" (A then B; T = column-major, e.g. a.t() or linear's
+// weight as B). fixup: the splits are added up by the ring configs' stream-K kernel itself (the
+// last block of each tile), not by a partial-sum tensor and a second kernel.
+struct SgemmTableRow {
+  int64_t M, N, K;
+  const char* layout;
+  const char* config;
+  int splits;
+  bool fixup;
+};
+
+const SgemmTableRow kSgemmTable[] = {
+#include "gemm/sgemm/table.inc"
+};
+constexpr int kSgemmTableRows = sizeof(kSgemmTable) / sizeof(kSgemmTable[0]);
+
+// Index of the config that table row r names, resolved once.
+int table_config(int r) {
+  static const std::vector<int> indices = [] {
+    std::vector<int> v;
+    for (const SgemmTableRow& row : kSgemmTable) {
+      const int c = find_config(row.config);
+      TORCH_CHECK(c >= 0, "cudasteps.mm: gemm/sgemm/table.inc names an unknown config '",
+                  row.config, "' (regenerate it with scripts/sgemm_sweep.py --emit)");
+      v.push_back(c);
+    }
+    return v;
+  }();
+  return indices[r];
+}
+
+double log2_ratio(int64_t a, int64_t b) {
+  return std::fabs(std::log2(double(std::max<int64_t>(a, 1)) / double(std::max<int64_t>(b, 1))));
+}
+
+// Chooses by the measured table:
+//   * the row whose shape is nearest to (M, N, K) in log2 distance |log2 M/Mr| + |log2 N/Nr| +
+//     |log2 K/Kr|, plus kLayoutPenalty when its layout differs; ties go to the earlier row. The
+//     penalty is large because the best config depends on the layout (with a penalty of 1/2,
+//     4096^3 NT once took an NN row's config, whose copies of a column-major B were slow, and
+//     ran 0.67x torch.mm against 0.87x for its own row's, 2 octaves away). The choice
+//     depends only on the shape, the layout, the device's SM count and the committed table: the
+//     same in every run.
+//   * that row's config; its split-K factor (and fixup: how the splits are added up) when the
+//     shape is exactly the row's. A shape in between whose tiles of that config leave SMs idle
+//     splits K (the row's way) when K is long (>= 2048) or the row split too (K >= 512): as many
+//     splits as fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of
+//     K). Otherwise it takes a smaller tile: 128x64, or 64x64
+//     when even those do not fill the SMs (the rule measured before the table existed; without
+//     it 1000^3 ran 128x256 tiles on 32 of 132 SMs, 0.30x torch.mm on an H100).
+constexpr double kLayoutPenalty = 4.0;
+
+void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits,
+                   bool& fixup) {
+  const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
+  int best = 0;
+  double best_d = 0.0;
+  for (int r = 0; r < kSgemmTableRows; ++r) {
+    const SgemmTableRow& row = kSgemmTable[r];
+    const double d = log2_ratio(M, row.M) + log2_ratio(N, row.N) + log2_ratio(K, row.K) +
+                     (std::strcmp(row.layout, layout) == 0 ? 0.0 : kLayoutPenalty);
+    if (r == 0 || d < best_d) {
+      best = r;
+      best_d = d;
+    }
+  }
+  const SgemmTableRow& row = kSgemmTable[best];
+  config = table_config(best);
+  const bool exact = row.M == M && row.N == N && row.K == K && std::strcmp(row.layout, layout) == 0;
+  fixup = false;
+  if (exact || row.splits <= 1) {
+    splits = std::max(row.splits, 1);
+    fixup = row.fixup && splits > 1;
+    return;
+  }
+  const ResolvedConfig c = resolve_config(config);
+  const int64_t sms = sm_count();
+  // A swap_nn config tiles the transposed product of an NN layout (taken as aligned here).
+  const bool swaps = runs_swapped(c.legacy, a_k, b_k, true);
+  const int64_t tiles =
+      ceil_div<int64_t>(swaps ? N : M, c.bm) * ceil_div<int64_t>(swaps ? M : N, c.bn);
+  splits = 1;
+  if (tiles >= sms) return;
+  if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
+    const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
+    splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
+    fixup = row.fixup;
+    return;
+  }
+  const ConfigEntry& mid = kConfigs[kMidConfig];
+  const bool mid_fills = ceil_div<int64_t>(M, mid.bm) * ceil_div<int64_t>(N, mid.bn) >= sms;
+  config = mid_fills ? kMidConfig : kSmallConfig;
+}
+
+// ---- float64: a simple shared-memory tiled kernel (one output per thread), any strides ----
+
+// 16 x 16 tiles: 256 threads; the +1 column removes the bank conflicts of the column reads of
+// Bs (8-byte elements: a 16-double row spans 32 banks).
+constexpr int kDTile = 16;
+
+__global__ void __launch_bounds__(kDTile* kDTile)
+    dgemm_tiled_kernel(const double* __restrict__ a, int64_t sa0, int64_t sa1,
+                       const double* __restrict__ b, int64_t sb0, int64_t sb1,
+                       double* __restrict__ out, int64_t M, int64_t N, int64_t K, double alpha,
+                       double beta, const double* __restrict__ addend, int64_t s0, int64_t s1,
+                       int64_t tiles_n) {
+  __shared__ double As[kDTile][kDTile + 1];
+  __shared__ double Bs[kDTile][kDTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t m0 = (int64_t(blockIdx.x) / tiles_n) * kDTile;
+  const int64_t n0 = (int64_t(blockIdx.x) % tiles_n) * kDTile;
+  const int64_t m = m0 + ty, n = n0 + tx;
+  double acc = 0.0;
+  for (int64_t k0 = 0; k0 < K; k0 += kDTile) {
+    As[ty][tx] = (m < M && k0 + tx < K) ? a[m * sa0 + (k0 + tx) * sa1] : 0.0;
+    Bs[ty][tx] = (k0 + ty < K && n < N) ? b[(k0 + ty) * sb0 + n * sb1] : 0.0;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kDTile; ++k) acc = fma(As[ty][k], Bs[k][tx], acc);
+    __syncthreads();
+  }
+  if (m < M && n < N) {
+    double v = alpha * acc;
+    if (addend != nullptr) v += beta * addend[m * s0 + n * s1];
+    out[m * N + n] = v;
+  }
+}
+
+template <typename T>
+void launch_epilogue(const T* partial, int splits, int64_t M, int64_t N, T* out, double alpha,
+                     double beta, const Addend& add, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const auto kernel = splitk_epilogue_kernel<T>;
+  const int64_t grid = persistent_grid(kernel, kThreads, M * N, kThreads);
+  kernel<<<unsigned(grid), kThreads, 0, stream>>>(partial, splits, M, N, out, T(alpha), T(beta),
+                                                  static_cast<const T*>(add.ptr), add.s0, add.s1);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
+
+// Repacking unaligned operands for the multistage kernel pays when the product's FLOPs are at least
+// this many times the bytes the copies move (read + write). An H100 does ~17 FP32 FLOP per byte of
+// DRAM bandwidth (66.9 TFLOP/s, 3.35 TB/s), so the pass then costs at most ~4% of the product at
+// peak: less than the multistage kernel is expected to gain over the scalar-load path. The sweep
+// measures the forced multistage configs with the repack included (4097x4095x4099).
+constexpr int64_t kRepackMinFlopsPerByte = 400;
+
+bool worth_repacking(int64_t M, int64_t N, int64_t K, int64_t repacked_elems) {
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double bytes = 2.0 * sizeof(float) * double(repacked_elems);
+  return flops >= double(kRepackMinFlopsPerByte) * bytes;
+}
+
+// `o` (float32, the Operand of `t`) copied into a buffer whose rows start on 16-byte boundaries,
+// in the same storage order (tc_repack with the layout kept: one cudasteps::copy_ pass).
+Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
+  TcOperand current;
+  current.holder = o.holder;
+  current.ptr = o.ptr;
+  current.ld = o.ld;
+  // tc_repack's k_major: A row-major, B column-major.
+  current.k_major = is_b ? o.col_major : !o.col_major;
+  const TcOperand r = tc_repack(t, current, is_b, current.k_major);
+  Operand out;
+  out.holder = r.holder;
+  out.ptr = r.ptr;
+  out.ld = r.ld;
+  out.col_major = o.col_major;
+  return out;
+}
+
+}  // namespace
+
+int find_config(const std::string& name) {
+  for (int i = 0; i < kNumConfigs; ++i)
+    if (name == kConfigs[i].name) return i;
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (ms_entry(i).all_layouts && name == ms_entry(i).name) return kNumConfigs + i;
+  return -1;
+}
+
+int find_ladder_step_config(const std::string& step) {
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (!ms_entry(i).all_layouts && step == ms_entry(i).name) return kNumConfigs + i;
+  return -1;
+}
+
+int main_config() { return kMainConfig; }
+
+std::string config_names() {
+  std::string names;
+  for (int i = 0; i < kNumConfigs; ++i) {
+    if (i) names += ", ";
+    names += kConfigs[i].name;
+  }
+  for (int i = 0; i < ms_num_entries(); ++i)
+    if (ms_entry(i).all_layouts) names += std::string(", ") + ms_entry(i).name;
+  return names;
+}
+
+// The stream-K tail pays when at least one full wave of tiles runs and the last wave leaves at
+// least a tenth of the SMs idle, and each block sharing the tail keeps 32+ K slices (a part's
+// write-out and the last part's sums cost about as much as 10-20 slices). Measured on an H100
+// (ring3_256x128x8, 132 SMs, against the same config without it): 8192^3 (15 waves + 68 tiles)
+// +2.5%, 16384x4096x4096 NT +2.7%, 4097x4095x4099 (4 waves + 16) +16%, 4096^3 (3 + 116) +0.4%.
+// Below one wave it loses: 2048^3 (128 tiles) ran 7% slower shared over 132 blocks.
+bool streamk_pays(int64_t tiles, int64_t sms, int64_t iters_per_tile) {
+  const int64_t tail = tiles % sms;
+  return tiles > sms && tail > 0 && tail * 10 <= sms * 9 && tail * iters_per_tile >= 32 * sms;
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
+                     double alpha, double beta, int force_config, int force_splits,
+                     StreamK streamk, bool blocked_sums) {
+  const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
+  at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
+  if (M == 0 || N == 0) return out;
+  const c10::cuda::CUDAGuard guard(a_t.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // beta == 0 ignores the addend entirely (NaN in it does not propagate), as torch.addmm does.
+  Addend add = add_in;
+  if (beta == 0.0) add.ptr = nullptr;
+  const bool is_float = a_t.scalar_type() == at::kFloat;
+
+  if (K == 0) {  // alpha * (empty sum) + beta * C
+    if (is_float) {
+      launch_epilogue<float>(nullptr, 0, M, N, out.data_ptr<float>(), alpha, beta, add, stream);
+    } else {
+      launch_epilogue<double>(nullptr, 0, M, N, out.data_ptr<double>(), alpha, beta, add, stream);
+    }
+    return out;
+  }
+
+  if (!is_float) {
+    const int64_t tiles_n = ceil_div<int64_t>(N, kDTile);
+    const int64_t tiles = ceil_div<int64_t>(M, kDTile) * tiles_n;
+    CUDASTEPS_CHECK(tiles <= INT_MAX, "mm", "the float64 output [", M, ", ", N,
+                    "] must have at most 2^31 - 1 tiles of 16 x 16, got ", tiles);
+    dgemm_tiled_kernel<<<unsigned(tiles), dim3(kDTile, kDTile), 0, stream>>>(
+        a_t.const_data_ptr<double>(), a_t.stride(0), a_t.stride(1), b_t.const_data_ptr<double>(),
+        b_t.stride(0), b_t.stride(1), out.data_ptr<double>(), M, N, K, alpha, beta,
+        static_cast<const double*>(add.ptr), add.s0, add.s1, tiles_n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+  }
+
+  // The kernel tracks the K extent left in a 32-bit register.
+  CUDASTEPS_CHECK(K <= int64_t(INT_MAX) - 64, "mm", "the inner dimension K must be below 2^31 - 64 ",
+                  "for float32, got ", K);
+  Operand a = make_operand(a_t);
+  Operand b = make_operand(b_t);
+  bool vec = rows_16b_aligned(a) && rows_16b_aligned(b);
+
+  const bool a_k = !a.col_major;  // row-major A is contiguous along K
+  const bool b_k = b.col_major;   // column-major B is contiguous along K
+  int config = force_config, splits = force_splits;
+  if (config < 0) {
+    int auto_splits = 1;
+    bool fixup = false;
+    choose_config(M, N, K, a_k, b_k, config, auto_splits, fixup);
+    if (splits <= 0) {
+      splits = auto_splits;
+      if (fixup) streamk = StreamK::kOn;  // split-K with the in-kernel fix-up (below)
+    }
+  }
+  if (splits <= 0) splits = 1;
+  const ResolvedConfig chosen = resolve_config(config);
+  // The multistage kernel copies aligned 16-byte chunks. Operands whose rows are not 16-byte
+  // aligned (K = 4099, a storage offset) are copied into padded rows when the product hides that
+  // pass (worth_repacking), else they take the sgemm_kernel config with the same block tile (its
+  // scalar-load instantiation). The ring's scalar-copy instantiation runs them, but slower than the
+  // aligned one plus the pass, which also lets an NN product run swapped, so the ring repacks them
+  // too (4097 x 4095 x 4099 on an H100: 3.17 ms with the scalar copies, 2.94 ms repacked; cuBLAS
+  // 3.03 ms).
+  if ((chosen.ms != nullptr || is_ring(chosen.legacy)) && !vec) {
+    const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
+    const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
+    if (worth_repacking(M, N, K, a_elems + b_elems)) {
+      if (a_elems) a = repack_rows(a_t, a, false);
+      if (b_elems) b = repack_rows(b_t, b, true);
+      vec = true;
+    }
+  }
+  const ConfigEntry* legacy = chosen.legacy;
+  if (chosen.ms != nullptr && !vec) legacy = &unaligned_fallback(chosen.bm, chosen.bn);
+  const int bm = legacy ? legacy->bm : chosen.bm, bn = legacy ? legacy->bn : chosen.bn;
+  const int bk = legacy ? legacy->bk : chosen.bk;
+  // A swap_nn config runs an aligned NN product C = A B as C^T = B^T A^T: B^T is a column-major
+  // [N, K] and A^T a column-major [K, M], read by the TT instantiation, which stores C^T
+  // transposed, i.e. C. Its only transposing copies are those of A^T, on the BN side of the tile
+  // (128 of 256x128) instead of the BM side. The sums are the same, bit for bit (each output's
+  // FFMAs in the same k order); the tiles and the stream-K tail's parts are those of the [N, M]
+  // product.
+  const bool swapped = runs_swapped(legacy, a_k, b_k, vec);
+  const int64_t pm = swapped ? N : M, pn = swapped ? M : N;  // the kernel's product: [pm, pn]
+
+  SgemmParams p{};
+  p.a = static_cast<const float*>(swapped ? b.ptr : a.ptr);
+  p.b = static_cast<const float*>(swapped ? a.ptr : b.ptr);
+  p.lda = swapped ? b.ld : a.ld;
+  p.ldb = swapped ? a.ld : b.ld;
+  p.M = pm;
+  p.N = pn;
+  p.K = K;
+  const int64_t tiles_m = ceil_div<int64_t>(pm, bm), tiles_n = ceil_div<int64_t>(pn, bn);
+  CUDASTEPS_CHECK(tiles_m * tiles_n <= INT_MAX, "mm", "the output [", M, ", ", N,
+                  "] must have at most 2^31 - 1 tiles of ", bm, " x ", bn, ", got ",
+                  tiles_m * tiles_n);
+  p.tiles_m = int(tiles_m);
+  p.tiles_n = int(tiles_n);
+  // The ring's blocked sums (kernel.cuh), where the device has the shared memory for them.
+  if (blocked_sums && is_ring(legacy) && smem_fits(legacy->sum_smem_bytes)) {
+    p.sum_block_slices = int(kSumBlockK / bk);
+  }
+  const int64_t sms = sm_count(), tiles = tiles_m * tiles_n;
+  const int64_t iters_per_tile = ceil_div<int64_t>(K, bk);
+  // Split-K with the fix-up in the kernel (streamk kOn with splits > 1, a ring config): every tile
+  // is shared by `parts` blocks of the stream-K kernel, and the block that writes a tile's last
+  // part adds up the parts in fixed order and stores the tile. No partial-sum tensor and no second
+  // kernel; but that last block's sum of a whole tile is one SM's work, where the separate pass
+  // spreads it over all of them: on an H100 at 1024^3 (32 tiles of 256x128, 4 parts) it ran
+  // 63.7 us against 53.4 + 5.1 us for split-K and its pass, and 1-2% behind on the skinny shapes,
+  // so the sweep has not chosen it.
+  int parts = 1;
+  if (splits > 1 && streamk == StreamK::kOn && is_ring(legacy)) {
+    parts = int(std::min<int64_t>(splits, iters_per_tile));
+    splits = 1;
+    // Two tile-sized workspace slots per block: keep the blocks to a few waves.
+    CUDASTEPS_CHECK(tiles * parts <= 8 * sms, "mm", "split-K with the in-kernel fix-up needs ",
+                    "tiles x parts <= 8 x SMs (", 8 * sms, "), got ", tiles, " x ", parts);
+  }
+  // K slices per split: whole BK slices, and no empty split.
+  p.k_per_split = ceil_div<int64_t>(ceil_div<int64_t>(K, splits), bk) * bk;
+  splits = int(ceil_div<int64_t>(K, p.k_per_split));
+
+  at::Tensor partial;
+  if (splits == 1) {
+    p.out = out.data_ptr<float>();
+    p.out_split_stride = 0;
+    p.addend = static_cast<const float*>(add.ptr);
+    p.add_s0 = swapped ? add.s1 : add.s0;
+    p.add_s1 = swapped ? add.s0 : add.s1;
+    p.alpha = float(alpha);
+    p.beta = float(beta);
+  } else {
+    // Deterministic split-K: each split writes its own partial sums, one pass adds them in split
+    // order (no atomics).
+    partial = at::empty({splits, M, N}, out.options());
+    p.out = partial.data_ptr<float>();
+    p.out_split_stride = M * N;
+    p.addend = nullptr;
+    p.alpha = 1.f;
+    p.beta = 0.f;
+  }
+  // The stream-K tail: the full waves' tiles, then the last wave's K iterations shared by one block
+  // per SM (kernel.cuh); or, split-K with the in-kernel fix-up, every tile's iterations shared
+  // by `parts` blocks each. Its workspace: two tile-sized slots per block and a counter per shared
+  // tile.
+  const int64_t tail = tiles < sms ? tiles : tiles % sms;
+  const bool use_streamk =
+      parts > 1 || (is_ring(legacy) && splits == 1 && tail > 0 &&
+                    (streamk == StreamK::kOn ||
+                     (streamk == StreamK::kAuto && streamk_pays(tiles, sms, iters_per_tile))));
+  if (use_streamk) {
+    const int64_t shared = parts > 1 ? tiles : tail;
+    StreamKParams sk{};
+    sk.dp_tiles = int(tiles - shared);
+    sk.iters_per_tile = int(iters_per_tile);
+    sk.iters = shared * iters_per_tile;
+    sk.blocks = int(std::min<int64_t>(parts > 1 ? shared * parts : sms, sk.iters));
+    const at::Tensor workspace = at::empty({int64_t(sk.blocks) * 2 * bm * bn}, out.options());
+    const at::Tensor counters = at::zeros({shared}, out.options().dtype(at::kInt));
+    sk.workspace = workspace.data_ptr<float>();
+    sk.counters = counters.data_ptr<int>();
+    legacy->launch_streamk(p, sk, a_k, b_k, vec, swapped, stream);
+  } else if (legacy != nullptr) {
+    legacy->launch(p, a_k, b_k, vec, swapped, splits, stream);
+  } else {
+    chosen.ms->launch(p, a_k, b_k, splits, stream);
+  }
+  if (splits > 1) {
+    launch_epilogue<float>(partial.const_data_ptr<float>(), splits, M, N, out.data_ptr<float>(),
+                           alpha, beta, add, stream);
+  }
+  return out;
+}
+
+}  // namespace gemm
+}  // namespace cudasteps

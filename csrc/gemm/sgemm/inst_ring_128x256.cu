@@ -1,0 +1,14 @@
+// Instantiations of the SGEMM config table (configs.cuh): the cp.async ring on 128x256 tiles
+// (CfgRingWide), sgemm_kernel and the stream-K kernel, in every operand layout and alignment.
+#include "gemm/sgemm/configs.cuh"
+
+namespace cudasteps {
+namespace gemm {
+
+template void launch_cfg<CfgRingWide, false>(const SgemmParams&, bool, bool, bool, bool, int,
+                                             cudaStream_t);
+template void launch_streamk<CfgRingWide, false>(const SgemmParams&, const StreamKParams&, bool,
+                                                 bool, bool, bool, cudaStream_t);
+
+}  // namespace gemm
+}  // namespace cudasteps

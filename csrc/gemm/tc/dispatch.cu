@@ -1,0 +1,152 @@
+// The tensor-core path's dispatcher (tc_gemm_cuda): which kernel runs a bf16/fp16/TF32 product
+// (the Hopper kernels of sm90/ on a compute capability 9.0 GPU and a build with them, else the
+// sm80/ kernels), and which operands must be repacked or transposed first for it to read them.
+// Also runs a forced ladder step by name (TcKernel, for ladder_mm).
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "common/checks.h"
+#include "gemm/gemm_cuda.h"
+#include "gemm/tc/tc_gemm.h"
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+const char* tc_kernel_name(TcKernel k) {
+  switch (k) {
+    case TcKernel::kMma: return "tc:mma";
+    case TcKernel::kCpAsync: return "tc:ldmatrix_cp_async";
+    case TcKernel::kWgmma: return "tc:wgmma";
+    case TcKernel::kWgmmaTma: return "tc:wgmma_tma";
+    case TcKernel::kWsPersistent: return "tc:ws_persistent";
+    case TcKernel::kWsMulticast: return "tc:ws_multicast";
+    case TcKernel::kWsPingPong: return "tc:ws_pingpong";
+    case TcKernel::kWsTf32Rs: return "tc:ws_tf32_rs";
+    default: return "tc:final";
+  }
+}
+
+bool is_hopper_kernel(TcKernel k) {
+  return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kWsPersistent ||
+         k == TcKernel::kWsMulticast || k == TcKernel::kWsPingPong || k == TcKernel::kWsTf32Rs ||
+         k == TcKernel::kFinal;
+}
+
+}  // namespace
+
+TcType tc_type_of(at::ScalarType dtype) {
+  if (dtype == at::kBFloat16) return TcType::kBF16;
+  if (dtype == at::kHalf) return TcType::kFP16;
+  return TcType::kTF32;
+}
+
+at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
+                        double alpha, double beta, TcType type, TcKernel kernel,
+                        int cp_async_config, TcTuning tuning) {
+  const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
+  at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
+  if (M == 0 || N == 0) return out;
+  const c10::cuda::CUDAGuard guard(a_t.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  Addend add = add_in;
+  if (beta == 0.0) add.ptr = nullptr;
+  if (K == 0) {  // alpha * (empty sum) + beta * C, computed in fp32 and rounded once
+    if (add.ptr == nullptr) return out.zero_();
+    return out.copy_(add.holder.to(at::kFloat).mul(beta).expand({M, N}));
+  }
+
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  CUDASTEPS_CHECK(prop->major >= 8, "mm", "tensor-core GEMM (", a_t.scalar_type(),
+                  ") needs a GPU of compute capability 8.0 or newer, got ", prop->major, ".",
+                  prop->minor, " (", prop->name, ")");
+  const int64_t eb = a_t.element_size();
+  TcOperand a = tc_operand(a_t, false);
+  TcOperand b = tc_operand(b_t, true);
+
+  if (kernel == TcKernel::kAuto) {
+    kernel = tc_hopper_available() ? TcKernel::kFinal : TcKernel::kCpAsync;
+  }
+  if (is_hopper_kernel(kernel)) {
+    CUDASTEPS_CHECK(tc_hopper_available(), "ladder_mm", tc_kernel_name(kernel),
+                    " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
+                    prop->major, ".", prop->minor);
+    // TF32 wgmma reads shared-memory operands K-major only (bf16/fp16 are read in place either
+    // way). tc:ws_tf32_rs, and tc:final where the output needs no split-K, read one MN-major
+    // operand through registers: of two, B is transposed once by cudasteps::transpose. For the
+    // other kernels each MN-major operand is transposed.
+    const bool rs = kernel == TcKernel::kWsTf32Rs ||
+                    (kernel == TcKernel::kFinal && tc_hopper_tf32_rs_wanted(M, N, K));
+    if (type == TcType::kTF32 && rs) {
+      if (!a.k_major && !b.k_major) b = tc_repack(b_t, b, true, true);
+      CUDASTEPS_CHECK(kernel == TcKernel::kFinal || !(a.k_major && b.k_major), "ladder_mm",
+                      "tc:ws_tf32_rs reads one operand MN-major (self column-major or mat2 "
+                      "row-major), got self row-major and mat2 column-major: tc:ws_persistent "
+                      "reads that layout");
+    } else if (type == TcType::kTF32) {
+      if (!a.k_major) a = tc_repack(a_t, a, false, true);
+      if (!b.k_major) b = tc_repack(b_t, b, true, true);
+    }
+  }
+  if (kernel != TcKernel::kMma) {
+    if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
+    if (!tc_operand_aligned(b, eb)) b = tc_repack(b_t, b, true, b.k_major);
+  }
+
+  TcProblem p;
+  p.type = type;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = a.ptr;
+  p.lda = a.ld;
+  p.a_kmajor = a.k_major;
+  p.b = b.ptr;
+  p.ldb = b.ld;
+  p.b_kmajor = b.k_major;
+  p.out = out.data_ptr();
+  p.ldo = N;
+  p.alpha = float(alpha);
+  p.beta = float(beta);
+  p.addend = add.ptr;
+  p.add_s0 = add.s0;
+  p.add_s1 = add.s1;
+  p.tuning = tuning;
+
+  if (is_hopper_kernel(kernel) && !tc_hopper_supports(p)) {
+    // Sizes past the TMA's 32-bit coordinates: a forced ladder step refuses, the dispatcher
+    // takes the sm_80 path.
+    CUDASTEPS_CHECK(kernel == TcKernel::kFinal, "ladder_mm", tc_kernel_name(kernel),
+                    " cannot take a [", M, ", ", K, "] x [", K, ", ", N, "] product");
+    kernel = TcKernel::kCpAsync;
+  }
+  if (kernel == TcKernel::kCpAsync && !tc_cp_async_supports(p)) {
+    // A layout the cp.async kernel does not read (tf32 MN-major): transpose to K-major.
+    if (!p.a_kmajor) {
+      a = tc_repack(a_t, a, false, true);
+      p.a = a.ptr, p.lda = a.ld, p.a_kmajor = true;
+    }
+    if (!p.b_kmajor) {
+      b = tc_repack(b_t, b, true, true);
+      p.b = b.ptr, p.ldb = b.ld, p.b_kmajor = true;
+    }
+    CUDASTEPS_CHECK(tc_cp_async_supports(p), "ladder_mm", tc_kernel_name(kernel),
+                    " cannot read these operands");
+  }
+  switch (kernel) {
+    case TcKernel::kMma: tc_mma_launch(p, stream); break;
+    case TcKernel::kCpAsync: tc_cp_async_launch(p, cp_async_config, stream); break;
+    case TcKernel::kWgmma: tc_wgmma_launch(p, stream); break;
+    case TcKernel::kWgmmaTma: tc_wgmma_tma_launch(p, stream); break;
+    case TcKernel::kWsPersistent: tc_ws_persistent_launch(p, stream); break;
+    case TcKernel::kWsMulticast: tc_ws_multicast_launch(p, stream); break;
+    case TcKernel::kWsPingPong: tc_ws_pingpong_launch(p, stream); break;
+    case TcKernel::kWsTf32Rs: tc_ws_tf32_rs_launch(p, stream); break;
+    default: tc_hopper_final_launch(p, stream); break;
+  }
+  return out;
+}
+
+}  // namespace gemm
+}  // namespace cudasteps

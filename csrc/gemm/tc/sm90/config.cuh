@@ -1,0 +1,72 @@
+// The Hopper kernels' tile configuration (HopperCfg: tile sizes, ring stages, the shared-memory
+// layout) and run-time parameters (HopperParams: operands, tile order, split-K), shared by every
+// part of sm90/: the mainloop, the epilogue, the scheduler and the kernels that compose them.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm/tc/common.cuh"
+
+// Device code that uses sm_90a instructions (wgmma, setmaxnreg, TMA): only nvcc's sm_90a pass
+// defines it; elsewhere the wrappers compile to nothing (and tc_hopper_available() keeps such a
+// build from launching these kernels).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CUDASTEPS_SM90A_DEVICE 1
+#endif
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+using tc::Epilogue;
+using tc::smem_u32;
+using tc::TileRaster;
+
+// ---- tile configuration ----
+template <TcType T, int BN_>
+struct HopperCfg {
+  static constexpr int BM = 128, BN = BN_;
+  static constexpr int kElemBytes = T == TcType::kTF32 ? 4 : 2;
+  static constexpr int BK = 128 / kElemBytes;  // one 128-byte swizzle row of K
+  static constexpr int kMmaK = T == TcType::kTF32 ? 8 : 16;
+  static constexpr int kKSteps = BK / kMmaK;          // wgmmas per k-tile, 32 bytes of K each
+  static constexpr int kABytes = BM * 128, kBBytes = BN * 128;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  // As many stages as fit beside the barriers in 227 KiB: 4 for 128 x 256, 6 for 128 x 128.
+  static constexpr int kStages = BN == 256 ? 4 : 6;
+  static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
+  // An MN-major operand tile is stored as blocks of 128 bytes of MN (64 bf16/fp16, 32 tf32) by BK
+  // k-rows.
+  static constexpr int kBlockBytes = BK * 128;
+  // Offset of consumer warpgroup w's 64 rows of A: 64 K-major rows, or one MN-major block (the
+  // same 8 KiB either way).
+  static constexpr int kAHalfBytes = 64 * 128;
+  // 1024 bytes of slack to align the ring to the 1024-byte swizzle atom, then the barriers.
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+  // tc:ws_persistent stages its output through shared memory for TMA stores: per consumer
+  // warpgroup, kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring.
+  static constexpr int kStoreBoxes = 2;
+  static constexpr int kStoreBytes = 2 * kStoreBoxes * 64 * 128;
+  static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
+};
+
+struct HopperParams {
+  const uint8_t* a;  // tc:wgmma only (the TMA kernels read through tensor maps)
+  const uint8_t* b;
+  int64_t lda, ldb;  // elements
+  int64_t M, N, K;
+  int k_tiles;
+  TileRaster raster;
+  // Split-K (tc:ws_persistent): each tile's k-tiles are cut into `splits` ranges of
+  // `k_tiles_per_split`; with splits > 1 every range writes its fp32 sums to
+  // partial[split][M][N] and splitk_reduce_kernel adds them in a fixed order (deterministic).
+  int splits;
+  int k_tiles_per_split;
+  float* partial;
+  // The output is TMA-describable (16-byte aligned rows): staged TMA stores, else direct stores.
+  bool tma_store;
+};
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

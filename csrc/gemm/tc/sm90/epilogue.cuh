@@ -1,0 +1,200 @@
+// The Hopper kernels' epilogue: what a consumer warpgroup does with its 64 x BN accumulators.
+//   * store_accumulators: tc::Epilogue::store_pair per accumulator pair, straight to global memory;
+//   * store_accumulators_tma: the same values staged through 128-byte-swizzled shared memory
+//     (stmatrix for 16-bit outputs) and written by TMA stores, with per-element checks only in
+//     tiles across the matrix edge (StageMode);
+//   * store_partial and splitk_reduce_kernel: split-K's fp32 partial sums and their sum in split
+//     order (deterministic), which then goes through tc::Epilogue.
+// What each output element gets (alpha, beta * addend, the cast) is tc::Epilogue's
+// (gemm/epilogue.cuh), the one epilogue stage of the tensor-core paths.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "gemm/tc/sm90/config.cuh"
+#include "gemm/tc/sm90/ptx.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+// Device code (and the kernels) with internal linkage: every translation unit that
+// instantiates a kernel owns its copy, registered with its own fatbin.
+namespace {
+
+// Each consumer warpgroup owns 64 rows of the 128-row tile: accumulator element d[4j + 2i + c] of
+// lane l in warp w sits at row 16w + l/4 + 8i, column 8j + 2(l%4) + c of its 64 x BN block.
+template <TcType T, int BN>
+__device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const float (&d)[BN / 2],
+                                                   int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int64_t row = m0 + warp * 16 + lane / 4;
+  const int64_t col = n0 + 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    ep.store_pair(row, col + 8 * j, d[4 * j], d[4 * j + 1]);
+    ep.store_pair(row + 8, col + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+  }
+}
+
+// How the epilogue turns accumulators into outputs, chosen once per tile so the per-element code
+// carries no branches: kPlain (alpha * acc) and kAddend (+ beta * addend) for tiles inside the
+// matrix, kEdge for tiles across its edge (every element checked: no addend read outside, zeros
+// staged there, and the TMA store clips them).
+enum class StageMode { kPlain, kAddend, kEdge };
+
+// Outputs (m, n) and (m, n + 1) of accumulator pair (j, h) of this thread (the layout above).
+template <TcType T, int BN, StageMode kMode>
+__device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float (&d)[BN / 2], int j,
+                                              int h, int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128;
+  const int64_t m = m0 + (t / 32) * 16 + (t % 32) / 4 + 8 * h;
+  const int64_t n = n0 + 8 * j + 2 * (t % 4);
+  const float a0 = ep.alpha * d[4 * j + 2 * h], a1 = ep.alpha * d[4 * j + 2 * h + 1];
+  if constexpr (kMode == StageMode::kPlain) {
+    return make_float2(a0, a1);
+  } else if constexpr (kMode == StageMode::kAddend) {
+    using Src = tc::Elem<T>;
+    const auto* row = ep.addend + m * ep.add_s0;
+    return make_float2(a0 + ep.beta * Src::to_float(row[n * ep.add_s1]),
+                       a1 + ep.beta * Src::to_float(row[(n + 1) * ep.add_s1]));
+  } else {
+    return make_float2(m < ep.M && n < ep.N ? ep.value(m, n, d[4 * j + 2 * h]) : 0.f,
+                       m < ep.M && n + 1 < ep.N ? ep.value(m, n + 1, d[4 * j + 2 * h + 1]) : 0.f);
+  }
+}
+
+// Writes columns [kRound * kRoundCols, (kRound + 1) * kRoundCols) of this warpgroup's 64 x BN block
+// into `staging`: kStoreBoxes boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk
+// c of row r sits at chunk c ^ (r % 8)). 16-bit outputs go out with stmatrix, two 16 x 8 column
+// blocks per instruction (lane 8q + i gives row i of matrix q: rows 8(q % 2) + i of the warp's 16,
+// column block j0 + q / 2); fp32 outputs with 8-byte stores, which the swizzle keeps free of bank
+// conflicts (the 8 rows a warp writes at once land in 8 different 16-byte bank groups).
+template <TcType T, int BN, StageMode kMode, int kRound>
+__device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (&d)[BN / 2], int64_t m0,
+                                            int64_t n0, uint8_t* staging) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * kBoxCols;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  if constexpr (T == TcType::kTF32) {
+#pragma unroll
+    for (int j = kRound * kRoundCols / 8; j < (kRound + 1) * kRoundCols / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;  // row in the warpgroup's 64
+        const int c = 8 * j + 2 * (lane % 4);         // column in the tile
+        const int box = (c % kRoundCols) / kBoxCols, byte = (c % kBoxCols) * 4;
+        *reinterpret_cast<float2*>(staging + box * (64 * 128) + r * 128 +
+                                   (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
+            output_pair<T, BN, kMode>(ep, d, j, h, m0, n0);
+      }
+    }
+  } else {
+    using Out = tc::Elem<T>;
+    const int q = lane / 8, i = lane % 8;
+    const int r = warp * 16 + 8 * (q % 2) + i;  // the row this lane addresses (r % 8 == i)
+#pragma unroll
+    for (int j0 = kRound * kRoundCols / 8; j0 < (kRound + 1) * kRoundCols / 8; j0 += 2) {
+      const float2 v00 = output_pair<T, BN, kMode>(ep, d, j0, 0, m0, n0);
+      const float2 v01 = output_pair<T, BN, kMode>(ep, d, j0, 1, m0, n0);
+      const float2 v10 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 0, m0, n0);
+      const float2 v11 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 1, m0, n0);
+      const int c = 8 * (j0 + q / 2);  // first column of this lane's 8 x 8 matrix
+      const int box = (c % kRoundCols) / kBoxCols, chunk = (c % kBoxCols) / 8;
+      stmatrix_x4(smem_u32(staging + box * (64 * 128) + r * 128 + ((chunk ^ i) * 16)),
+                  Out::pack2(v00.x, v00.y), Out::pack2(v01.x, v01.y), Out::pack2(v10.x, v10.y),
+                  Out::pack2(v11.x, v11.y));
+    }
+  }
+}
+
+// The same outputs through shared memory and TMA stores: each round stages kStoreBoxes boxes
+// (64 rows x 128 bytes of columns), then one thread stores them with the TMA, which clips them at
+// the matrix edge. The stores run on while the warpgroup starts its next tile; only their reads of
+// `staging` are waited for, before `staging` is written again. Round kRound, then the next: the
+// rounds are template arguments, so every accumulator index is a constant (a runtime round index
+// leaves ptxas unsure which registers the epilogue reads, and it then serializes the wgmmas).
+template <TcType T, int BN, StageMode kMode, int kRound = 0>
+__device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CUtensorMap* map_out,
+                                                 const float (&d)[BN / 2], int64_t m0, int64_t n0,
+                                                 uint8_t* staging, int bar_id) {
+  using E = typename tc::Elem<T>::type;
+  constexpr int kBoxCols = 128 / int(sizeof(E));
+  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
+  constexpr int kRoundCols = kBoxes * kBoxCols;
+  const int t = threadIdx.x % 128;
+  // The last round's stores (of this tile or the one before) must have read `staging`; they are
+  // waited for only now, so a tile's final stores run on under the next tile's main loop.
+  if (t == 0) bulk_wait_read();
+  warpgroup_barrier(bar_id);
+  stage_round<T, BN, kMode, kRound>(ep, d, m0, n0, staging);
+  fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
+  warpgroup_barrier(bar_id);
+  if (t == 0) {
+#pragma unroll
+    for (int box = 0; box < kBoxes; ++box) {
+      tma_store_2d(map_out, staging + box * (64 * 128), int(n0) + kRound * kRoundCols + box * kBoxCols,
+                   int(m0));
+    }
+    bulk_commit();
+  }
+  if constexpr ((kRound + 1) * kRoundCols < BN) {
+    store_rounds_tma<T, BN, kMode, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
+  }
+}
+
+// This warpgroup's 64 x BN block at (m0, n0) through store_rounds_tma, in the mode its place needs.
+template <TcType T, int BN>
+__device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
+                                                       const CUtensorMap* map_out,
+                                                       const float (&d)[BN / 2], int64_t m0,
+                                                       int64_t n0, uint8_t* staging, int bar_id) {
+  if (m0 + 64 > ep.M || n0 + BN > ep.N) {
+    store_rounds_tma<T, BN, StageMode::kEdge>(ep, map_out, d, m0, n0, staging, bar_id);
+  } else if (ep.addend != nullptr) {
+    store_rounds_tma<T, BN, StageMode::kAddend>(ep, map_out, d, m0, n0, staging, bar_id);
+  } else {
+    store_rounds_tma<T, BN, StageMode::kPlain>(ep, map_out, d, m0, n0, staging, bar_id);
+  }
+}
+
+// Split-K partial sums of a consumer warpgroup's 64 x BN block, fp32, bounds-checked.
+template <int BN>
+__device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t N,
+                                              const float (&d)[BN / 2], int64_t m0, int64_t n0) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int64_t row = m0 + warp * 16 + lane / 4;
+  const int64_t col = n0 + 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t m = row + 8 * h, n = col + 8 * j;
+      if (m >= M) continue;
+      if (n < N) partial[m * N + n] = d[4 * j + 2 * h];
+      if (n + 1 < N) partial[m * N + n + 1] = d[4 * j + 2 * h + 1];
+    }
+  }
+}
+
+// out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
+template <TcType T>
+__global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
+                                     const Epilogue<T> ep) {
+  const int64_t total = ep.M * ep.N;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < splits; ++s) sum += partial[int64_t(s) * total + i];
+    ep.store_one(i / ep.N, i % ep.N, sum);
+  }
+}
+
+}  // namespace
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,190 @@
+// Hopper tensor-core GEMM (sm_90a): warpgroup MMA (wgmma) on 128-byte-swizzled shared-memory tiles,
+// the three Hopper steps of the tensor-core ladder:
+//
+//   tc:wgmma          2 consumer warpgroups (256 threads), operands brought by every thread with
+//                     cp.async into a multistage ring written in the TMA's 128-byte swizzle, then
+//                     wgmma from shared memory. What changes from mma.sync: one instruction per
+//                     warpgroup computes a 64 x N x 16 product, operands never pass through
+//                     registers, and the issue slots the ldmatrix/mma stream took are free.
+//   tc:wgmma_tma      + the tensor memory accelerator: one thread issues cp.async.bulk.tensor per
+//                     operand tile, completion counted in bytes on an mbarrier per stage; no
+//                     address arithmetic or predication in the main loop, edges zero-filled by TMA.
+//   tc:ws_persistent  + warp specialization: a producer warpgroup (registers given back with
+//                     setmaxnreg) keeps the ring full while two consumer warpgroups (setmaxnreg up)
+//                     run wgmma; full/empty mbarriers instead of block-wide barriers, one k-tile
+//                     of wgmmas kept in flight while the previous stage is released; one block
+//                     per SM walking the output tiles in a grouped (L2-friendly) order, so the
+//                     loads of one tile overlap the epilogue of the last; the epilogue stages the
+//                     output through swizzled shared memory (stmatrix; per-element checks only
+//                     in tiles across the matrix edge) and writes it with TMA stores.
+//                     Outputs too small to fill the SMs are split along K (fp32 partials, added
+//                     in a fixed order).
+//   tc:ws_multicast   + clusters of two CTAs on vertically adjacent tiles: each loads its own A
+//                     and half of the shared B tile, multicast by TMA into both rings, so each
+//                     CTA pulls 2/3 of the bytes out of L2. Measured no faster than
+//                     tc:ws_persistent on an H100, so mm keeps the latter (see
+//                     tc_hopper_final_launch).
+//   tc:ws_pingpong    tc:ws_persistent with a 128 x 128 tile per consumer warpgroup: the two
+//                     take turns at the main loop, so one's epilogue runs under the other's.
+//   tc:ws_tf32_rs     TF32 only, one operand MN-major (mm's row-major B): tc:ws_persistent's
+//                     producer and ring, but each consumer thread loads that operand's fragment
+//                     from shared memory into registers, wgmma's other operand form, instead of
+//                     having the operand transposed first (TF32 wgmma reads shared memory
+//                     K-major only).
+//
+// Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
+// swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
+// layout (the wgmma transpose bits; MN-major tiles are 128-byte blocks of k-rows), TF32 ones
+// K-major only (A row-major, B column-major, as linear's x and weight are) except through
+// tc:ws_tf32_rs. Operands must be TMA-describable (16-byte aligned base and leading dimension):
+// tc_hopper_supports() says so, and the dispatcher transposes or repacks the rest.
+//
+// Build: the units of this room are compiled for sm_90a only (setup.py gives them
+// -gencode=arch=compute_90a,code=sm_90a when the arch list has 9.0, and defines
+// CUDASTEPS_HOPPER_KERNELS); in a build without 9.0 they compile to stubs and
+// tc_hopper_available() is false.
+//
+// This file: the entry points of tc_gemm.h (tc_hopper_*, tc_ws_*_launch) and the dispatch from a
+// TcProblem's type and layout to the instantiations of instances.h. The parts: config.cuh,
+// ptx.cuh, mainloop.cuh, scheduler.cuh, epilogue.cuh, kernels.cuh, rs_kernel.cuh, launch.cuh.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/util/Exception.h>
+
+#include <climits>
+
+#include "common/launch.cuh"
+#include "gemm/tc/sm90/instances.h"
+#include "gemm/tc/tc_gemm.h"
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+using sm90::choose_splits;
+using sm90::HopperKernel;
+using sm90::kSplitMax;
+using sm90::launch_layout;
+using sm90::launch_rs_typed;
+using sm90::persistent_bn;
+
+void launch_rs(const TcProblem& p, cudaStream_t stream) {
+  TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
+  const bool swap = p.a_kmajor;  // A K-major, B MN-major: B is the register operand
+  // 128-row tiles along R, BN along S.
+  const int bn = swap ? persistent_bn(p.N, p.M, p.tuning.bn) : persistent_bn(p.M, p.N, p.tuning.bn);
+  if (swap) {
+    bn == 256 ? launch_rs_typed<256, true>(p, stream) : launch_rs_typed<128, true>(p, stream);
+  } else {
+    bn == 256 ? launch_rs_typed<256, false>(p, stream) : launch_rs_typed<128, false>(p, stream);
+  }
+}
+
+template <TcType T>
+void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+  if constexpr (T == TcType::kTF32) {
+    launch_layout<T, true, true>(p, which, stream);  // tc_hopper_supports: K-major only
+  } else if (p.a_kmajor) {
+    if (p.b_kmajor) {
+      launch_layout<T, true, true>(p, which, stream);
+    } else {
+      launch_layout<T, true, false>(p, which, stream);
+    }
+  } else if (p.b_kmajor) {
+    launch_layout<T, false, true>(p, which, stream);
+  } else {
+    launch_layout<T, false, false>(p, which, stream);
+  }
+}
+
+void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+  TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
+  // An MN-major TF32 operand goes to launch_rs (or is transposed by the dispatcher).
+  TORCH_CHECK(p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor),
+              "cudasteps.mm: the shared-memory TF32 kernels read K-major operands only");
+  switch (p.type) {
+    case TcType::kBF16: return launch_type<TcType::kBF16>(p, which, stream);
+    case TcType::kFP16: return launch_type<TcType::kFP16>(p, which, stream);
+    default: return launch_type<TcType::kTF32>(p, which, stream);
+  }
+}
+
+}  // namespace
+
+bool tc_hopper_available() {
+#ifdef CUDASTEPS_HOPPER_KERNELS
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  return prop->major == 9 && prop->minor == 0;
+#else
+  return false;
+#endif
+}
+
+bool tc_hopper_supports(const TcProblem& p) {
+  // TMA coordinates are 32-bit. TF32 wgmma reads shared-memory operands K-major only: one
+  // MN-major operand is read through registers (tc:ws_tf32_rs), two are not read.
+  const bool layouts_ok = p.type != TcType::kTF32 || p.a_kmajor || p.b_kmajor;
+  return tc_hopper_available() && tc_operands_16b_aligned(p) && layouts_ok && p.M < INT_MAX &&
+         p.N < INT_MAX && p.K < INT_MAX;
+}
+
+bool tc_hopper_rs_supports(const TcProblem& p) {
+  return tc_hopper_supports(p) && p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor;
+}
+
+bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
+  // tc:ws_persistent's tiles and split-K choice (launch_layout, launch_typed) for this size.
+  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
+  if (tiles > INT_MAX / kSplitMax) return false;
+  return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
+}
+
+void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kCpAsync, stream);
+}
+
+void tc_wgmma_tma_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kTma, stream);
+}
+
+void tc_ws_persistent_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kWarpSpecialized, stream);
+}
+
+void tc_ws_multicast_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kMulticast, stream);
+}
+
+void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream) {
+  launch(p, HopperKernel::kPingPong, stream);
+}
+
+void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream) { launch_rs(p, stream); }
+
+// The final kernel is ws_persistent. Measured on an H100:
+//   - ws_multicast ran within +-3% of it (bf16, 4096^3, 8192^3 and the FFN shapes in all three
+//     layouts; scripts/tc_sweep.py), the run-to-run noise, with no shape consistently faster: the
+//     L2 traffic that multicast halves is not what limits these tiles.
+//   - ws_pingpong, timed against it on the same buffers call after call (8 interleaved rounds),
+//     ran 1.5-6% ahead where K <= 2048 (8192 x 8192 x 2048 NT and NN, 8192 x 8192 x 1024,
+//     4096 x 4096 x 2048) and within +-1.5% at K = 4096-8192 (20-25% behind on 4097 x 4095 x
+//     4099, where 128 x 128 tiles double the edge waste). But in the benchmark's regime, a new
+//     input set per call (operands not in L2), tc:final running ping-pong for K <= 2048 measured
+//     the FFN's grad_y @ W2 (8192 x 8192 x 2048, NN) at 0.513-0.517 ms in two full runs, against
+//     0.467 ms for ws_persistent, and x @ W1^T no faster (0.431 ms against 0.427 ms). So neither
+//     is chosen.
+//
+// TF32 with one MN-major operand (mm of two row-major matrices) runs tc:ws_tf32_rs, which reads
+// that operand through registers instead of having it transposed first. On an H100 (fresh inputs
+// per call, two rounds) 4096^3 NN took 0.424-0.443 ms against 0.460-0.466 ms for the transpose
+// and tc:ws_persistent, 8192^3 3.26-3.30 ms against 3.37 ms. (The dispatcher only sends it
+// products that need no split-K: tc_hopper_tf32_rs_wanted.)
+void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
+  if (p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor) {
+    launch_rs(p, stream);
+  } else {
+    launch(p, HopperKernel::kWarpSpecialized, stream);
+  }
+}
+
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,15 @@
+// The Hopper kernels for fp16 operands, A column-major (M-major) and B column-major (K-major):
+// every ladder step's kernel in both tile widths (launch_layout, launch.cuh). One unit per
+// (type, layout), so that a parallel build compiles them side by side.
+#include "gemm/tc/sm90/instances.h"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+template void launch_layout<TcType::kFP16, false, true>(const TcProblem&, HopperKernel,
+                                                        cudaStream_t);
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,39 @@
+// Every instantiation of the Hopper launch templates (launch.cuh), each compiled in its own unit
+// (inst_<type>_<layout>.cu, inst_tf32_rs.cu) so that a parallel build compiles them side by side.
+// Declared extern here, so that hopper.cu, which dispatches to them, instantiates none itself.
+// Layout names as in the SGEMM table: A then B, N for row-major and T for column-major, e.g. "nt"
+// for A row-major and B column-major (both K-major), the layout of linear's x @ weight.t().
+#pragma once
+
+#include "gemm/tc/sm90/launch.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+extern template void launch_layout<TcType::kBF16, true, true>(const TcProblem&, HopperKernel,
+                                                              cudaStream_t);
+extern template void launch_layout<TcType::kBF16, true, false>(const TcProblem&, HopperKernel,
+                                                               cudaStream_t);
+extern template void launch_layout<TcType::kBF16, false, true>(const TcProblem&, HopperKernel,
+                                                               cudaStream_t);
+extern template void launch_layout<TcType::kBF16, false, false>(const TcProblem&, HopperKernel,
+                                                                cudaStream_t);
+extern template void launch_layout<TcType::kFP16, true, true>(const TcProblem&, HopperKernel,
+                                                              cudaStream_t);
+extern template void launch_layout<TcType::kFP16, true, false>(const TcProblem&, HopperKernel,
+                                                               cudaStream_t);
+extern template void launch_layout<TcType::kFP16, false, true>(const TcProblem&, HopperKernel,
+                                                               cudaStream_t);
+extern template void launch_layout<TcType::kFP16, false, false>(const TcProblem&, HopperKernel,
+                                                                cudaStream_t);
+extern template void launch_layout<TcType::kTF32, true, true>(const TcProblem&, HopperKernel,
+                                                              cudaStream_t);
+extern template void launch_rs_typed<128, false>(const TcProblem&, cudaStream_t);
+extern template void launch_rs_typed<128, true>(const TcProblem&, cudaStream_t);
+extern template void launch_rs_typed<256, false>(const TcProblem&, cudaStream_t);
+extern template void launch_rs_typed<256, true>(const TcProblem&, cudaStream_t);
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

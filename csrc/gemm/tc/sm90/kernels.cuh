@@ -1,0 +1,351 @@
+// The Hopper kernels of the tensor-core ladder that read both operands from shared memory, each
+// composed of the mainloop (mainloop.cuh), the scheduler (scheduler.cuh) and the epilogue
+// (epilogue.cuh):
+//   wgmma_cp_async_kernel   tc:wgmma          every thread loads with cp.async; block barriers
+//   wgmma_tma_kernel        tc:wgmma_tma      + TMA loads issued by one thread, mbarriers
+//   wgmma_ws_kernel<1>      tc:ws_persistent  + warp specialization, persistent CTAs, split-K
+//   wgmma_ws_kernel<2>      tc:ws_multicast   + clusters of two CTAs sharing B by TMA multicast
+//   wgmma_pingpong_kernel   tc:ws_pingpong    each consumer warpgroup owns a tile, in turns
+// tc:ws_tf32_rs, which reads one operand through registers, is rs_kernel.cuh. What each step
+// changes and why it pays: hopper.cu.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "gemm/tc/sm90/config.cuh"
+#include "gemm/tc/sm90/epilogue.cuh"
+#include "gemm/tc/sm90/mainloop.cuh"
+#include "gemm/tc/sm90/ptx.cuh"
+#include "gemm/tc/sm90/scheduler.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+// Device code (and the kernels) with internal linkage: every translation unit that
+// instantiates a kernel owns its copy, registered with its own fatbin.
+namespace {
+
+// ---- tc:wgmma: cp.async ring, every thread loads ----
+
+template <TcType T, int BN, bool AK, bool BKm>
+__global__ void __launch_bounds__(256, 1)
+    wgmma_cp_async_kernel(const HopperParams p, const Epilogue<T> ep) {
+  using Cfg = HopperCfg<T, BN>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  int tm, tn;
+  p.raster.coords(int(blockIdx.x), tm, tn);
+  const int64_t m0 = int64_t(tm) * Cfg::BM, n0 = int64_t(tn) * BN;
+  const int wg = threadIdx.x / 128;
+
+  auto load = [&](int kt) {
+    uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
+    const int64_t k0 = int64_t(kt) * Cfg::BK;
+    cp_async_tile<AK, Cfg::BM, Cfg::BK, Cfg::kElemBytes>(stage, p.a, p.lda, m0, p.M, k0, p.K);
+    cp_async_tile<BKm, BN, Cfg::BK, Cfg::kElemBytes>(stage + Cfg::kABytes, p.b, p.ldb, n0, p.N, k0,
+                                                     p.K);
+  };
+  for (int s = 0; s < Cfg::kStages - 1; ++s) {
+    if (s < p.k_tiles) load(s);
+    tc::cp_async_commit();  // empty groups keep the wait count uniform
+  }
+  float d[Cfg::kAccs];
+  zero(d);
+  for (int kt = 0; kt < p.k_tiles; ++kt) {
+    tc::cp_async_wait<Cfg::kStages - 2>();
+    fence_proxy_async();
+    __syncthreads();  // stage kt is complete for every thread; stage kt - 1 is no longer read
+    if (kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
+    tc::cp_async_commit();
+    const uint8_t* stage = ring + (kt % Cfg::kStages) * Cfg::kStageBytes;
+    keep_live(d);
+    wgmma_fence();
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
+    wgmma_commit();
+    wgmma_wait<0>();
+    keep_live(d);
+  }
+  store_accumulators<T, BN>(ep, d, m0 + wg * 64, n0);
+}
+
+// ---- tc:wgmma_tma: TMA into the ring, one thread issues, block barrier to recycle a stage ----
+
+template <TcType T, int BN, bool AK, bool BKm>
+__global__ void __launch_bounds__(256, 1)
+    wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a,
+                     const __grid_constant__ CUtensorMap map_b, const HopperParams p,
+                     const Epilogue<T> ep) {
+  using Cfg = HopperCfg<T, BN>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + Cfg::kStages * Cfg::kStageBytes);
+  int tm, tn;
+  p.raster.coords(int(blockIdx.x), tm, tn);
+  const int m0 = tm * Cfg::BM, n0 = tn * BN;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) mbar_init(&full[s], 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  auto load = [&](int kt) {
+    const int s = kt % Cfg::kStages;
+    uint8_t* stage = ring + s * Cfg::kStageBytes;
+    mbar_arrive_expect_tx(&full[s], Cfg::kStageBytes);
+    tma_tile<AK, Cfg::BM, Cfg::BK>(stage, &map_a, &full[s], m0, kt);
+    tma_tile<BKm, BN, Cfg::BK>(stage + Cfg::kABytes, &map_b, &full[s], n0, kt);
+  };
+  if (threadIdx.x == 0) {
+    for (int kt = 0; kt < Cfg::kStages - 1 && kt < p.k_tiles; ++kt) load(kt);
+  }
+  float d[Cfg::kAccs];
+  zero(d);
+  for (int kt = 0; kt < p.k_tiles; ++kt) {
+    const int s = kt % Cfg::kStages;
+    mbar_wait(&full[s], (kt / Cfg::kStages) & 1);
+    const uint8_t* stage = ring + s * Cfg::kStageBytes;
+    keep_live(d);
+    wgmma_fence();
+    wgmma_k_tile<T, BN, AK, BKm>(d, stage + wg * Cfg::kAHalfBytes, stage + Cfg::kABytes);
+    wgmma_commit();
+    wgmma_wait<0>();
+    keep_live(d);
+    __syncthreads();  // both warpgroups are done with stage kt - 1, which the next load refills
+    if (threadIdx.x == 0 && kt + Cfg::kStages - 1 < p.k_tiles) load(kt + Cfg::kStages - 1);
+  }
+  store_accumulators<T, BN>(ep, d, int64_t(m0) + wg * 64, n0);
+}
+
+// ---- tc:ws_persistent and tc:ws_multicast: a producer warpgroup and 2 consumer warpgroups, persistent tiles ----
+
+// Ctas = 2 (tc:ws_multicast): the kernel runs in clusters of two CTAs on vertically adjacent tiles
+// (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
+// one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
+// stage out of L2 (A + B/2 instead of A + B), the remedy when L2 bandwidth limits a GEMM (on an
+// H100 it did not limit ours: see tc_hopper_final_launch). A stage may be refilled only when the
+// consumers of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote
+// mbarrier arrives), and each CTA's empty barrier counts both CTAs' warps.
+template <TcType T, int BN, bool AK, bool BKm, int Ctas>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
+                    const __grid_constant__ CUtensorMap map_b,
+                    const __grid_constant__ CUtensorMap map_out, const HopperParams p,
+                    const Epilogue<T> ep) {
+  static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
+  using Cfg = HopperCfg<T, BN>;
+  constexpr int S = Cfg::kStages;
+  constexpr int kConsumerWarps = 8;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
+  uint64_t* empty = full + S;
+  const uint32_t rank = Ctas == 1 ? 0 : cluster_rank();
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes of every CTA)
+      mbar_init(&empty[s], kConsumerWarps * Ctas);  // each consumer warp of each CTA, once read
+    }
+    fence_barrier_init();
+  }
+  // The peer CTA's multicasts and arrives land on these barriers: they must be initialised first.
+  if constexpr (Ctas == 1) {
+    __syncthreads();
+  } else {
+    cluster_sync();
+  }
+  // Work units: (tile group, k range); consecutive units are the k ranges of one tile group. A
+  // tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster counts
+  // groups: its tiles_m is ceil(tiles / Ctas)).
+  const int units = p.raster.count() * p.splits;
+  const int first_unit = int(blockIdx.x) / Ctas, unit_step = int(gridDim.x) / Ctas;
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
+    producer_registers();
+    if (threadIdx.x == 0) {
+      produce_tiles<T, BN, AK, BKm, Ctas>(&map_a, &map_b, p, ring, full, empty, rank, first_unit,
+                                          unit_step);
+    }
+  } else {
+    consumer_registers();
+    const int cwg = wg - 1;  // which 64-row half of the tile
+    const bool releaser = threadIdx.x % 32 == 0;
+    auto release = [&](int s) {
+      if (!releaser) return;
+      if constexpr (Ctas == 1) {
+        mbar_arrive(&empty[s]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < Ctas; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
+      }
+    };
+    int stage = 0, phase = 0;
+    float d[Cfg::kAccs];
+    for (int unit = first_unit; unit < units; unit += unit_step) {
+      int tg, tn;
+      p.raster.coords(unit / p.splits, tg, tn);
+      const int tm = tg * Ctas + int(rank);
+      const int split = unit % p.splits;
+      int kb, ke;
+      unit_k_range(p, unit, kb, ke);
+      zero(d);
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint8_t* src = ring + stage * Cfg::kStageBytes;
+        keep_live(d);
+        wgmma_fence();
+        wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
+        wgmma_commit();
+        // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
+        // the tensor cores never wait for the release round trip. The wait is warp-wide, so one
+        // lane releases for its warp.
+        wgmma_wait<1>();
+        keep_live(d);
+        if (prev >= 0) release(prev);
+        prev = stage;
+        if (++stage == S) stage = 0, phase ^= 1;
+      }
+      wgmma_wait<0>();
+      keep_live(d);
+      if (prev >= 0) release(prev);
+      // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
+      // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
+      const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
+      if (p.splits == 1 && p.tma_store) {
+        store_accumulators_tma<T, BN>(ep, &map_out, d, m0, n0,
+                                      staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
+      } else if (p.splits == 1) {
+        store_accumulators<T, BN>(ep, d, m0, n0);
+      } else {
+        store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
+      }
+    }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
+  }
+  // No CTA may leave while its peer can still multicast into its ring or arrive on its barriers.
+  if constexpr (Ctas == 2) cluster_sync();
+}
+
+// ---- tc:ws_pingpong: the two consumer warpgroups take turns, one tile each ----
+
+// Named barriers of the ping-pong schedule (0 is __syncthreads's; 1 and 2 are the consumer
+// warpgroups' epilogue barriers): kTurnBar + c is where consumer warpgroup c waits for its turn.
+constexpr int kTurnBar = 3;
+
+// In tc:ws_persistent both consumer warpgroups work on one 128 x BN tile, so they reach the
+// epilogue together and the tensor cores idle while they store it (a fifth of the consumer warps'
+// ncu samples at K = 2048 before that epilogue lost its per-element checks and took stmatrix; a
+// few percent after). Here each consumer warpgroup owns a whole
+// 128 x 128 tile (two 64 x 128 accumulator blocks, the same 128 registers per thread) and the
+// CTA's tiles alternate between them: tile i goes to warpgroup i % 2. Their main loops take turns
+// (tile i's starts once tile i - 1's has consumed its last stage, signalled through a named
+// barrier), so one warpgroup's epilogue runs under the other's main loop. The producer fills the
+// ring in tile order, as before; each consumer walks the same sequence of stages and skips the
+// other's. The turn order also keeps the mbarrier parity waits exact: a stage's previous fill has
+// always been waited for (by either warpgroup) before anyone waits for its next one.
+template <TcType T, bool AK, bool BKm>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_pingpong_kernel(const __grid_constant__ CUtensorMap map_a,
+                          const __grid_constant__ CUtensorMap map_b,
+                          const __grid_constant__ CUtensorMap map_out, const HopperParams p,
+                          const Epilogue<T> ep) {
+  constexpr int BN = 128;
+  using Cfg = HopperCfg<T, BN>;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
+  uint64_t* empty = full + S;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes)
+      mbar_init(&empty[s], 4);  // each warp of the consuming warpgroup, once read
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int units = p.raster.count() * p.splits;
+  const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    producer_registers();
+    if (threadIdx.x == 0) {
+      produce_tiles<T, BN, AK, BKm, 1>(&map_a, &map_b, p, ring, full, empty, 0, first_unit, unit_step);
+    }
+  } else {
+    consumer_registers();
+    const int c = wg - 1;  // this warpgroup takes the CTA's tiles c, c + 2, c + 4, ...
+    const bool releaser = threadIdx.x % 32 == 0;
+    int stage = 0, phase = 0;  // the ring position of the next k-tile in the CTA's sequence
+    float d0[Cfg::kAccs], d1[Cfg::kAccs];  // rows 0-63 and 64-127 of the tile
+    int i = 0;
+    for (int unit = first_unit; unit < units; unit += unit_step, ++i) {
+      int kb, ke;
+      unit_k_range(p, unit, kb, ke);
+      if (i % 2 != c) {  // the other warpgroup's tile: skip its stages
+        stage += ke - kb;
+        phase ^= (stage / S) & 1;
+        stage %= S;
+        continue;
+      }
+      int tm, tn;
+      p.raster.coords(unit / p.splits, tm, tn);
+      if (i > 0) named_barrier_sync(kTurnBar + c, 256);  // tile i - 1 has taken its last stage
+      zero(d0);
+      zero(d1);
+      int prev = -1;
+      for (int kt = kb; kt < ke; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint8_t* src = ring + stage * Cfg::kStageBytes;
+        keep_live(d0);
+        keep_live(d1);
+        wgmma_fence();
+        wgmma_k_tile<T, BN, AK, BKm>(d0, src, src + Cfg::kABytes);
+        wgmma_k_tile<T, BN, AK, BKm>(d1, src + Cfg::kAHalfBytes, src + Cfg::kABytes);
+        wgmma_commit();
+        // As in tc:ws_persistent: this k-tile's wgmmas stay in flight while the previous k-tile's
+        // stage is handed back.
+        wgmma_wait<1>();
+        keep_live(d0);
+        keep_live(d1);
+        if (prev >= 0 && releaser) mbar_arrive(&empty[prev]);
+        prev = stage;
+        if (++stage == S) stage = 0, phase ^= 1;
+      }
+      // Every stage of this tile has been waited for: the next tile's main loop may start (its
+      // wgmmas queue behind this tile's last ones).
+      if (unit + unit_step < units) named_barrier_arrive(kTurnBar + 1 - c, 256);
+      wgmma_wait<0>();
+      keep_live(d0);
+      keep_live(d1);
+      if (prev >= 0 && releaser) mbar_arrive(&empty[prev]);
+      const int64_t m0 = int64_t(tm) * Cfg::BM, n0 = int64_t(tn) * BN;
+      const int split = unit % p.splits;
+      uint8_t* my_staging = staging + c * (Cfg::kStoreBytes / 2);
+      if (p.splits == 1 && p.tma_store) {
+        store_accumulators_tma<T, BN>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
+        store_accumulators_tma<T, BN>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + c);
+      } else if (p.splits == 1) {
+        store_accumulators<T, BN>(ep, d0, m0, n0);
+        store_accumulators<T, BN>(ep, d1, m0 + 64, n0);
+      } else {
+        float* partial = p.partial + int64_t(split) * p.M * p.N;
+        store_partial<BN>(partial, p.M, p.N, d0, m0, n0);
+        store_partial<BN>(partial, p.M, p.N, d1, m0 + 64, n0);
+      }
+    }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
+  }
+}
+
+}  // namespace
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

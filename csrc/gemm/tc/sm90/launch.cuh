@@ -1,0 +1,220 @@
+// Host side of the Hopper kernels: a problem's tensor maps, cluster launches, and the launch
+// templates that set up HopperParams and start one kernel of a (type, tile width, layout). The
+// templates are instantiated in the inst_*.cu units, one (type, layout) each, so that a parallel
+// build compiles the kernels side by side (instances.h lists them; hopper.cu dispatches to them).
+// Light on purpose: no ATen header (each costs an instantiation unit about 20 s of compile time);
+// device queries and scratch memory come from common/launch.cuh.
+#pragma once
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/Exception.h>
+#include <cuda.h>
+
+#include <climits>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "common/launch.cuh"
+#include "gemm/tc/sm90/config.cuh"
+#include "gemm/tc/sm90/kernels.cuh"
+#include "gemm/tc/sm90/rs_kernel.cuh"
+#include "gemm/tc/sm90/scheduler.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+// An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
+// (r, k) at base[r * ld + k]) boxes of BK x box_rows; MN-major (element (r, k) at base[k * ld + r])
+// boxes of BK x BK (128 bytes of MN by BK k-rows). Out-of-bounds box elements arrive as zeros.
+// (tensor_map.cu)
+CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int64_t K, int64_t ld,
+                               TcType type, int box_rows);
+
+// The output (row-major M x N, leading dimension ldo) as the TMA stores of tc:ws_persistent see
+// it: boxes of 64 rows x 128 bytes, written from the 128-byte-swizzled staging buffer.
+// (tensor_map.cu)
+CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcType type);
+
+enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kPingPong };
+
+// A launch of `blocks` CTAs of `threads` threads in clusters of `ctas` (along x). Holds the cluster
+// attribute its config points to, so it is neither copied nor moved.
+struct ClusterLaunch {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr = {};
+
+  ClusterLaunch(int blocks, int ctas, int threads, size_t smem_bytes, cudaStream_t stream) {
+    config.gridDim = dim3(unsigned(blocks));
+    config.blockDim = dim3(unsigned(threads));
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(ctas);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
+// Clusters of `ctas` CTAs of `kernel` that can be resident at once (the persistent grid's size).
+template <typename Kernel>
+int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> known;  // (kernel, device) -> clusters
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel),
+                                        current_device()};
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  const ClusterLaunch query(ctas, ctas, threads, smem_bytes, nullptr);
+  int clusters = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &query.config));
+  TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
+              " bytes of shared memory each fits on this GPU");
+  known.emplace(key, clusters);
+  return clusters;
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
+void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
+  using Cfg = HopperCfg<T, BN>;
+  HopperParams p;
+  p.a = static_cast<const uint8_t*>(pr.a);
+  p.b = static_cast<const uint8_t*>(pr.b);
+  p.lda = pr.lda;
+  p.ldb = pr.ldb;
+  p.M = pr.M;
+  p.N = pr.N;
+  p.K = pr.K;
+  p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
+  const int64_t tiles_m = ceil_div<int64_t>(pr.M, Cfg::BM), tiles_n = ceil_div<int64_t>(pr.N, BN);
+  TORCH_CHECK(tiles_m * tiles_n <= INT_MAX / kSplitMax, "cudasteps.mm: the output [", pr.M, ", ",
+              pr.N, "] has too many tiles of ", Cfg::BM, " x ", BN);
+  p.raster.tiles_m = int(tiles_m);
+  p.raster.tiles_n = int(tiles_n);
+  p.raster.group = 8;
+  p.splits = 1;
+  p.k_tiles_per_split = p.k_tiles;
+  p.partial = nullptr;
+  p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
+  const Epilogue<T> ep = Epilogue<T>::from(pr);
+  const int tiles = p.raster.count();
+  if (which == HopperKernel::kCpAsync) {
+    auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
+    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+    kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
+  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
+  if (which == HopperKernel::kTma) {
+    const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
+    auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
+    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+    kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
+  const int sms = sm_count();
+  p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
+                                  : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
+  const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
+  // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
+  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
+  ScratchBuffer partial;
+  if (p.splits > 1) {
+    p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
+    p.splits = ceil_div(p.k_tiles, p.k_tiles_per_split);  // no empty range
+    partial = scratch_buffer(sizeof(float) * size_t(p.splits) * size_t(pr.M) * size_t(pr.N));
+    p.partial = static_cast<float*>(partial.ptr);
+  }
+  // Without TMA stores the output map is never read; the operand map stands in for it.
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
+  // The single-CTA persistent kernels: one block per SM, each walking its work units.
+  auto launch_persistent = [&](auto kernel) {
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int grid = std::min(tiles * p.splits, sms);
+    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  if (which == HopperKernel::kPingPong) {
+    TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
+    launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
+  } else if (ctas == 1) {
+    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
+  } else {
+    // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
+    // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
+    p.raster.tiles_m = int(ceil_div<int64_t>(tiles_m, 2));
+    p.raster.group = 4;
+    const int pairs = p.raster.count();
+    auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 2>;
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int clusters =
+        std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, Cfg::kWsSmemBytes));
+    const ClusterLaunch launch(2 * clusters, 2, 384, Cfg::kWsSmemBytes, stream);
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  if (p.splits > 1) {
+    constexpr int kThreads = 256;
+    auto reduce = splitk_reduce_kernel<T>;
+    const int64_t blocks = persistent_grid(reduce, kThreads, pr.M * pr.N, kThreads);
+    reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+// tc:ws_tf32_rs (kSwap: R = B, S = A; else R = A, S = B): one block per SM over the raster of
+// R x S tiles, never split along K.
+template <int BN, bool kSwap>
+void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
+  constexpr TcType T = TcType::kTF32;
+  using Cfg = RsCfg<BN>;
+  const void* r_ptr = kSwap ? pr.b : pr.a;
+  const void* s_ptr = kSwap ? pr.a : pr.b;
+  const int64_t ldr = kSwap ? pr.ldb : pr.lda, lds = kSwap ? pr.lda : pr.ldb;
+  const int64_t rows_r = kSwap ? pr.N : pr.M, rows_s = kSwap ? pr.M : pr.N;
+  HopperParams p = {};
+  p.M = pr.M;
+  p.N = pr.N;
+  p.K = pr.K;
+  p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
+  const int64_t tiles_r = ceil_div<int64_t>(rows_r, Cfg::BM), tiles_s = ceil_div<int64_t>(rows_s, BN);
+  TORCH_CHECK(tiles_r * tiles_s <= INT_MAX, "cudasteps.mm: the output [", pr.M, ", ", pr.N,
+              "] has too many tiles of ", Cfg::BM, " x ", BN);
+  p.raster.tiles_m = int(tiles_r);
+  p.raster.tiles_n = int(tiles_s);
+  p.raster.group = 8;
+  p.splits = 1;
+  p.k_tiles_per_split = p.k_tiles;
+  const CUtensorMap map_r = operand_tensor_map(r_ptr, false, rows_r, pr.K, ldr, T, Cfg::BM);
+  const CUtensorMap map_s = operand_tensor_map(s_ptr, true, rows_s, pr.K, lds, T, BN);
+  auto kernel = wgmma_ws_rs_kernel<BN, kSwap>;
+  tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+  const int grid = std::min(p.raster.count(), sm_count());
+  kernel<<<grid, 384, Cfg::kSmemBytes, stream>>>(map_r, map_s, p, Epilogue<T>::from(pr));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup).
+template <TcType T, bool AK, bool BKm>
+void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
+  if (which == HopperKernel::kPingPong) {
+    launch_typed<T, 128, AK, BKm>(p, which, stream);  // each consumer warpgroup: 128 x 128
+  } else if (persistent_bn(p.M, p.N, p.tuning.bn) == 256) {
+    launch_typed<T, 256, AK, BKm>(p, which, stream);
+  } else {
+    launch_typed<T, 128, AK, BKm>(p, which, stream);
+  }
+}
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

@@ -1,0 +1,170 @@
+// The main loop's two halves, shared by every Hopper kernel (kernels.cuh, rs_kernel.cuh):
+//   * the producer's: an operand tile into a ring stage, by TMA (tma_tile: one thread issues, the
+//     bytes counted on the stage's mbarrier; multicast to a cluster) or by cp.async from every
+//     thread (cp_async_tile, the tc:wgmma step), both in the 128-byte swizzle; and produce_tiles,
+//     the producer warpgroup's walk over a CTA's work units in the warp-specialized kernels;
+//   * the consumer's: shared-memory matrix descriptors and wgmma_k_tile, one k-tile of wgmmas on a
+//     stage. Each kernel keeps its own waits and stage releases: they are what the steps change.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "gemm/tc/sm90/config.cuh"
+#include "gemm/tc/sm90/ptx.cuh"
+#include "gemm/tc/sm90/scheduler.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+// Device code (and the kernels) with internal linkage: every translation unit that
+// instantiates a kernel owns its copy, registered with its own fatbin.
+namespace {
+
+// Shared-memory matrix descriptor of an operand tile in the 128-byte swizzle (TMA's
+// CU_TENSOR_MAP_SWIZZLE_128B; the 1024-byte atoms start 1024-byte aligned, so base offset 0):
+//   K-major:  rows of 128 bytes of K, 8-row groups 1024 bytes apart (stride byte offset); the
+//             leading byte offset is unused. One k16 (bf16/fp16) or k8 (tf32) slice is 32 bytes
+//             further along each row.
+//   MN-major: blocks of 64 MN-elements x BK k-rows, each k-row 128 bytes; 8-k-row groups 1024
+//             bytes apart (stride byte offset), 64-element MN blocks `block_bytes` apart (leading
+//             byte offset). One k16 slice is 16 rows = 2048 bytes further.
+template <bool KMajor>
+__device__ __forceinline__ uint64_t sw128_desc(const void* tile, uint32_t block_bytes) {
+  const uint64_t addr = smem_u32(tile);
+  const uint64_t lbo = KMajor ? 1 : (block_bytes >> 4);
+  return ((addr & 0x3FFFF) >> 4) | (lbo << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+// Descriptor advance (in 16-byte units) from one MMA k-slice to the next.
+template <bool KMajor, int kMmaK>
+constexpr uint64_t desc_k_step() {
+  return KMajor ? (32 >> 4) : (kMmaK * 128) >> 4;
+}
+
+// One k-tile (128 bytes of K per row) of this warpgroup's 64 x BN block: kKSteps wgmmas.
+// a_tile: this warpgroup's 64 rows of A; b_tile: all BN columns of B.
+template <TcType T, int BN, bool AK, bool BKm>
+__device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* a_tile,
+                                             const uint8_t* b_tile) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  using Cfg = HopperCfg<T, BN>;
+  const uint64_t da = sw128_desc<AK>(a_tile, Cfg::kBlockBytes);
+  const uint64_t db = sw128_desc<BKm>(b_tile, Cfg::kBlockBytes);
+  constexpr int ta = AK ? 0 : 1, tb = BKm ? 0 : 1;
+#pragma unroll
+  for (int s = 0; s < Cfg::kKSteps; ++s) {
+    const uint64_t sa = da + s * desc_k_step<AK, Cfg::kMmaK>();
+    const uint64_t sb = db + s * desc_k_step<BKm, Cfg::kMmaK>();
+    if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kBF16 && BN == 128) wgmma_m64n128k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 256) wgmma_m64n256k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, sa, sb);
+    if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
+  }
+#else
+  (void)d, (void)a_tile, (void)b_tile;
+  hopper_only();
+#endif
+}
+
+// ---- operand tiles: TMA boxes and cp.async chunks in the 128-byte swizzle ----
+
+// TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
+// K-major: one box of BK x Rows. MN-major: Rows / BK boxes of BK (MN, 128 bytes) x BK, one block
+// each.
+// cta_mask != 0: multicast to those CTAs of the cluster (tma_load_2d_multicast).
+template <bool KMajor, int Rows, int BK>
+__device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
+                                         int mn0, int kt, uint16_t cta_mask = 0) {
+  auto box = [&](uint8_t* to, int inner, int outer) {
+    if (cta_mask) {
+      tma_load_2d_multicast(to, map, bar, inner, outer, cta_mask);
+    } else {
+      tma_load_2d(to, map, bar, inner, outer);
+    }
+  };
+  if constexpr (KMajor) {
+    box(dst, kt * BK, mn0);
+  } else {
+    static_assert(Rows % BK == 0, "MN-major tiles are whole 128-byte (BK-element) blocks");
+#pragma unroll
+    for (int blk = 0; blk < Rows / BK; ++blk) box(dst + blk * BK * 128, mn0 + blk * BK, kt * BK);
+  }
+}
+
+// cp.async (tc:wgmma): the same tile and layout as tma_tile writes, by every thread of the block.
+// 16-byte chunk c of a 128-byte row r lands at chunk c ^ (r % 8): 8 consecutive rows of one chunk
+// column hit 8 different 16-byte bank groups, so neither the stores nor the tensor cores' reads
+// conflict. Chunks past the matrix edge are zero-filled (cp_async_16_bytes), as TMA does.
+template <bool KMajor, int Rows, int BK, int kElemBytes>
+__device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, int64_t ld,
+                                              int64_t mn0, int64_t mn_total, int64_t k0,
+                                              int64_t K) {
+  static_assert(BK * kElemBytes == 128, "a k-tile is one 128-byte swizzle row");
+  constexpr int kElemsPerChunk = 16 / kElemBytes;
+  // K-major: Rows rows (mn) of 8 chunks along k. MN-major: Rows / BK blocks of BK rows (k) of 8
+  // chunks along mn.
+  constexpr int kChunks = Rows * 8;
+  for (int i = threadIdx.x; i < kChunks; i += blockDim.x) {
+    int r, c, blk;
+    int64_t row_mn, k, left;
+    if constexpr (KMajor) {
+      r = i / 8, c = i % 8, blk = 0;
+      row_mn = mn0 + r;
+      k = k0 + int64_t(c) * kElemsPerChunk;
+      left = row_mn < mn_total ? (K - k) * kElemBytes : 0;
+    } else {
+      blk = i / (BK * 8), r = (i / 8) % BK, c = i % 8;
+      row_mn = mn0 + blk * BK + int64_t(c) * kElemsPerChunk;
+      k = k0 + r;
+      left = k < K ? (mn_total - row_mn) * kElemBytes : 0;
+    }
+    const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : int(left));
+    const uint8_t* g = bytes == 0 ? src
+                       : KMajor   ? src + (row_mn * ld + k) * kElemBytes
+                                  : src + (k * ld + row_mn) * kElemBytes;
+    tc::cp_async_16_bytes(dst + blk * BK * 128 + r * 128 + ((c ^ (r % 8)) * 16), g, bytes);
+  }
+}
+
+// The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
+// first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
+// released it. A unit covers Ctas vertically adjacent tiles (one per CTA of a cluster); this CTA
+// loads its own A tile and its share of the B tile, multicast to every CTA of the cluster.
+template <TcType T, int BN, bool AK, bool BKm, int Ctas>
+__device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                              const HopperParams& p, uint8_t* ring, uint64_t* full,
+                                              uint64_t* empty, uint32_t rank, int first_unit,
+                                              int unit_step) {
+  using Cfg = HopperCfg<T, BN>;
+  constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
+  const int units = p.raster.count() * p.splits;
+  int stage = 0, phase = 0;
+  for (int unit = first_unit; unit < units; unit += unit_step) {
+    int tg, tn, kb, ke;
+    p.raster.coords(unit / p.splits, tg, tn);
+    unit_k_range(p, unit, kb, ke);
+    const int tm = tg * Ctas + int(rank);
+    for (int kt = kb; kt < ke; ++kt) {
+      mbar_wait(&empty[stage], phase ^ 1);
+      uint8_t* dst = ring + stage * Cfg::kStageBytes;
+      mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+      tma_tile<AK, Cfg::BM, Cfg::BK>(dst, map_a, &full[stage], tm * Cfg::BM, kt);
+      // This CTA's rows of B sit at the same place in the tile (and in every CTA's ring).
+      tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + int(rank) * kBRows * 128, map_b,
+                                     &full[stage], tn * BN + int(rank) * kBRows, kt,
+                                     Ctas == 1 ? 0 : (1 << Ctas) - 1);
+      if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps

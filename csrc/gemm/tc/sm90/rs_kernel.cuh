@@ -1,0 +1,169 @@
+// tc:ws_tf32_rs: the TF32 Hopper kernel that reads one MN-major operand through registers
+// (wgmma's register A operand) instead of having it transposed first: tc:ws_persistent's producer,
+// ring and tile order (mainloop.cuh, scheduler.cuh), its own fragment loads and epilogue.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "gemm/tc/sm90/config.cuh"
+#include "gemm/tc/sm90/mainloop.cuh"
+#include "gemm/tc/sm90/ptx.cuh"
+#include "gemm/tc/sm90/scheduler.cuh"
+
+namespace cudasteps {
+namespace gemm {
+namespace sm90 {
+
+// Device code (and the kernels) with internal linkage: every translation unit that
+// instantiates a kernel owns its copy, registered with its own fatbin.
+namespace {
+
+// ---- tc:ws_tf32_rs: TF32 with one MN-major operand, read into registers ----
+//
+// TF32 wgmma reads shared-memory operands K-major only, so tc:ws_persistent takes mm's usual
+// row-major B only after cudasteps::transpose has rewritten it: a pass over B that cost about a
+// tenth of a 4096^3 TF32 product on an H100. But wgmma can take its A operand from registers, in
+// whatever layout the threads load it. This kernel computes
+//   D[r, s] = sum_k R[r, k] * S[s, k]
+// with S, the K-major operand, read by wgmma from shared memory as in tc:ws_persistent, and R, the
+// MN-major one, brought by TMA in BK-element MN blocks and loaded by each consumer thread into its
+// wgmma fragment. kSwap picks the roles:
+//   kSwap:  R = B (row-major, k-rows of n), S = A (row-major): D = C^T, stored as C[s, r]
+//           (mm(a, b) of two row-major matrices);
+//   !kSwap: R = A (column-major, e.g. x.t()), S = B (column-major, e.g. w.t()): D = C.
+// The producer, the ring and the tile order are tc:ws_persistent's (no split-K, no clusters).
+//
+// Fragments: a warp's part of wgmma's tf32 A operand (m64 k8) is rows 16w + l/4 and 16w + l/4 + 8
+// at columns l%4 and l%4 + 4 (lane l). The rows of the tile are renumbered so that lane l's two
+// rows are neighbours in memory (one 8-byte load per k-row) and the 16 lanes of a half-warp, which
+// read k-rows l%4 (or l%4 + 4) of the 128-byte swizzle (16-byte chunk c of k-row k stored at
+// c ^ (k % 8)), hit 16 different 8-byte bank pairs: lane l of warp w takes rows
+// rs_row(w, l/4) and rs_row(w, l/4) + 1 of the consumer warpgroup's 64 (rs_row below). The
+// epilogue undoes the renumbering: the two neighbours are two adjacent outputs of C (one 8-byte
+// store) when kSwap, two adjacent rows otherwise.
+template <int BN>
+using RsCfg = HopperCfg<TcType::kTF32, BN>;
+
+// 16-byte chunk, within its 128-byte k-row, of the two rows warp w's lane group g (= lane / 4)
+// loads; they are floats 2 (g % 2) and 2 (g % 2) + 1 of the chunk. The 8 groups of a warp take 4
+// chunks; warps 2q and 2q + 1 share the 32-row MN block q.
+__device__ __forceinline__ int rs_chunk(int warp, int g) {
+  return 2 * (warp % 2) + g / 4 + 4 * ((g / 2) % 2);
+}
+
+// First of the two tile rows (of a consumer warpgroup's 64) that lane group g of warp w holds.
+__device__ __forceinline__ int rs_row(int warp, int g) {
+  return 32 * (warp / 2) + 4 * rs_chunk(warp, g) + 2 * (g % 2);
+}
+
+// 8 bytes of shared memory (a lane's two rows at one k) as two tf32 fragment registers.
+__device__ __forceinline__ void lds_pair(uint32_t addr, uint32_t& lo, uint32_t& hi) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(hi) : "r"(addr) : "memory");
+}
+
+template <int BN, bool kSwap>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_ws_rs_kernel(const __grid_constant__ CUtensorMap map_r,
+                       const __grid_constant__ CUtensorMap map_s, const HopperParams p,
+                       const Epilogue<TcType::kTF32> ep) {
+  constexpr TcType T = TcType::kTF32;
+  using Cfg = RsCfg<BN>;
+  constexpr int S = Cfg::kStages;
+  static_assert(Cfg::kKSteps == 4, "a k-tile is four k8 steps: 16 fragment registers");
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + S * Cfg::kStageBytes);
+  uint64_t* empty = full + S;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // each consumer warp, once read
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int units = p.raster.count();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    producer_registers();
+    if (threadIdx.x == 0) {
+      produce_tiles<T, BN, false, true, 1>(&map_r, &map_s, p, ring, full, empty, 0,
+                                           int(blockIdx.x), int(gridDim.x));
+    }
+    return;
+  }
+  consumer_registers();
+  const int cwg = wg - 1;  // which 64 rows of R's 128-row tile
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // This lane's 8 bytes of k-rows t and t + 4 (then 8 and 12, ...: 1024 bytes per k8 step) in a
+  // stage's R tile: MN block 2 cwg + warp / 2, chunk rs_chunk swizzled by the k-row.
+  const int chunk = rs_chunk(warp, g);
+  const uint32_t block = uint32_t(2 * cwg + warp / 2) * Cfg::kBlockBytes + 8 * (g % 2);
+  const uint32_t frag_lo = block + t * 128 + ((chunk ^ t) * 16);
+  const uint32_t frag_hi = block + (t + 4) * 128 + ((chunk ^ (t + 4)) * 16);
+  const bool releaser = lane == 0;
+  int stage = 0, phase = 0;
+  float d[Cfg::kAccs];
+  uint32_t f[16];  // the k-tile's fragments: 4 registers per k8 step
+  for (int unit = int(blockIdx.x); unit < units; unit += int(gridDim.x)) {
+    int tr, ts;
+    p.raster.coords(unit, tr, ts);
+    zero(d);
+    for (int kt = 0; kt < p.k_tiles; ++kt) {
+      mbar_wait(&full[stage], phase);
+      const uint32_t base = smem_u32(ring + stage * Cfg::kStageBytes);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        lds_pair(base + frag_lo + s * 1024, f[4 * s], f[4 * s + 1]);
+        lds_pair(base + frag_hi + s * 1024, f[4 * s + 2], f[4 * s + 3]);
+      }
+      const uint64_t desc = sw128_desc<true>(ring + stage * Cfg::kStageBytes + Cfg::kABytes, 0);
+      keep_live(d);
+      wgmma_fence();
+#ifdef CUDASTEPS_SM90A_DEVICE
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const uint64_t ds = desc + s * desc_k_step<true, Cfg::kMmaK>();
+        if constexpr (BN == 256) {
+          wgmma_m64n256k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
+        } else {
+          wgmma_m64n128k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
+        }
+      }
+#endif
+      wgmma_commit();
+      // Each k-tile's wgmmas are retired before the next k-tile's fragments are loaded, and its
+      // stage is handed back at once. Keeping them in flight across the loads instead (as
+      // tc:ws_persistent does, with two register sets) makes ptxas serialize every wgmma (C7513:
+      // it cannot tell which commit group still reads a register): 4096^3 and 8192^3 ran 7-13%
+      // slower on an H100. While one consumer warpgroup waits, the other's wgmmas keep the tensor
+      // cores busy. (Two k-tiles per commit group, half the waits, measured no faster.)
+      wgmma_wait<0>();
+      keep_live(d);
+      if (releaser) mbar_arrive(&empty[stage]);
+      if (++stage == S) stage = 0, phase ^= 1;
+    }
+    // Accumulator d[4j + 2h + c]: row 16 warp + g + 8h of the warpgroup's 64 (renumbered: tile row
+    // r0 + h), column 8j + 2t + c of S's BN.
+    const int64_t r0 = int64_t(tr) * Cfg::BM + cwg * 64 + rs_row(warp, g);
+    const int64_t s0 = int64_t(ts) * BN + 2 * t;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      if constexpr (kSwap) {
+        ep.store_pair(s0 + 8 * j, r0, d[4 * j], d[4 * j + 2]);
+        ep.store_pair(s0 + 8 * j + 1, r0, d[4 * j + 1], d[4 * j + 3]);
+      } else {
+        ep.store_pair(r0, s0 + 8 * j, d[4 * j], d[4 * j + 1]);
+        ep.store_pair(r0 + 1, s0 + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace cudasteps
