@@ -1,7 +1,7 @@
 // Grid sizing from the device's own limits: never hard-code SM counts. Light on purpose (CUDA's
 // runtime and c10's error checks, nothing of ATen): kernel instantiation units include it, and
 // ATen's headers cost them about 20 s of compile time each. The device queries are defined once,
-// in device.cu.
+// in device.cpp.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>

@@ -16,8 +16,8 @@
 // (innermost dim strided), see "Strided views: rows"; anything else (a strided output) to the
 // generic strided kernel, one element per index step.
 //
-// Units: kernels.cuh (the kernels), copy_rows_cuda.cu (strided views row by row), this one (the
-// ops and the ladder).
+// Units: kernels.cuh (the kernels), rows.cuh with copy_rows_cuda.cu and copy_gather_cuda.cu
+// (strided views row by row), this one (the ops and the ladder).
 //
 // Ladder (ladder_copy): scalar (one element per thread, one thread per element) -> grid_stride
 // (a grid of one wave, each thread loops) -> vec16_persistent (16-byte accesses, still one wave

@@ -1,7 +1,7 @@
 // The copy family's CUDA kernels: 16-byte vectorized, grid sized from the SM count, with a scalar
-// head and tail; and the generic strided kernel. Shared by copy_cuda.cu (the ops, the ladder) and
-// copy_rows_cuda.cu (strided views copied row by row). Internal linkage: every unit owns the
-// kernels it instantiates.
+// head and tail; and the generic strided kernel. Shared by copy_cuda.cu (the ops, the ladder),
+// copy_rows_cuda.cu and copy_gather_cuda.cu (strided views row by row). Internal linkage: every
+// unit owns the kernels it instantiates.
 //
 // The final kernel (copy_vec16_kernel) moves bytes, so one kernel serves every dtype. SASS check
 // (cuobjdump --dump-sass, sm_90): the aligned instantiation issues LDG.E.128 and STG.E.128.

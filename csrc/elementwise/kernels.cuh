@@ -1,6 +1,7 @@
 // The elementwise family's CUDA kernels and their launchers, shared by its op units
-// (elementwise_cuda.cu: bias_act, its backward, sum_leading, the bias_act ladder; binary_cuda.cu:
-// add, mul), each of which instantiates what it uses.
+// (elementwise_cuda.cu: bias_act and its ladder; bias_act_backward_cuda.cu: the backward and
+// sum_leading; add_cuda.cu and mul_cuda.cu through binary_kernels.cuh), each of which
+// instantiates what it uses.
 // Internal linkage: every unit owns the kernels it instantiates.
 //
 // add/mul follow the plan of binary.h (broadcasting, type promotion, host values); their dense
@@ -155,7 +156,7 @@ void launch_flat(const T* a, const T* b, T* out, int64_t numel, Op op, cudaStrea
 
 // Column threads per block: up to kMaxColThreads, as many as the columns need; wider (fewer row
 // threads) when there are fewer rows than row threads, so that few-row tensors keep the block busy.
-int pick_col_threads(int64_t rows, int64_t cols, int vec) {
+inline int pick_col_threads(int64_t rows, int64_t cols, int vec) {
   const int64_t n_vec = ceil_div<int64_t>(cols, vec);
   int col_threads = 1;
   while (col_threads < kMaxColThreads && col_threads < n_vec) col_threads *= 2;

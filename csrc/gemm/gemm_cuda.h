@@ -1,6 +1,6 @@
-// The CUDA GEMM drivers of both paths, shared by the op layer (gemm_cuda.cu: mm, addmm, linear) and
-// the ladder op (gemm_ladder_cuda.cu): the SGEMM's (gemm_cuda, sgemm/dispatch.cu) and the tensor
-// cores' (tc_gemm_cuda, tc/dispatch.cu), and the operand repacks both use (operands.cu).
+// The CUDA GEMM drivers of both paths, shared by the op layer (gemm_cuda.cpp: mm, addmm, linear)
+// and the ladder op (gemm_ladder_cuda.cpp): the SGEMM's (gemm_cuda, sgemm/dispatch.cu) and the
+// tensor cores' (tc_gemm_cuda, tc/dispatch.cpp), and the operand repacks both use (operands.cpp).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -72,7 +72,7 @@ std::string config_names();
 at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2,
                                   const std::string& variant);
 
-// ---- operands as the kernels read them (operands.cu) ----
+// ---- operands as the kernels read them (operands.cpp) ----
 
 // One operand of a TcProblem: `k_major` as in TcProblem (A row-major, B column-major).
 struct TcOperand {

@@ -1,7 +1,7 @@
 // The first steps of the SGEMM optimization ladder (ladder_mm), after siboehm's "How to optimize a
 // CUDA matmul": each its own kernel, for float32, 2-D, contiguous row-major operands of any size
 // (every load and store is bounds-checked). The later steps are configs of the table
-// (configs.cuh, multistage_configs.cuh); gemm_ladder_cuda.cu runs them all by name.
+// (configs.cuh, multistage_configs.cuh); gemm_ladder_cuda.cpp runs them all by name.
 //
 //   naive          one thread per output; consecutive threads walk M, so their B reads are the
 //                  same word and their A reads are K floats apart: uncoalesced.

@@ -1,6 +1,6 @@
 // The tensor-core GEMM path: one problem description shared by the mma.sync kernels (sm_80+,
 // tc/sm80/) and the Hopper wgmma/TMA kernels (sm_90a, tc/sm90/), and their entry points.
-// tc/dispatch.cu (the dispatcher) fills a TcProblem and picks a kernel by GPU, shape, alignment and
+// tc/dispatch.cpp (the dispatcher) fills a TcProblem and picks a kernel by GPU, shape, alignment and
 // layout; ladder_mm runs any of them by name ("tc:<step>").
 //
 //   out[M, N] = alpha * (A[M, K] @ B[K, N]) + beta * C[m, n]

@@ -1,11 +1,15 @@
 // CUDA mm / addmm / linear: the op layer of the gemm family. Checks the arguments (gemm.h), turns
 // each op into one problem, out = alpha * a @ b + beta * addend, and sends it down one of two
-// paths: tensor cores (tc/dispatch.cu: bf16/fp16 always, and float32 when torch's TF32 switch is
+// paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32 switch is
 // on) or the exact SIMT kernels (sgemm/dispatch.cu: float32 and float64).
 //
 // Tensor cores for float32: torch.backends.cuda.matmul.allow_tf32, or
 // set_float32_matmul_precision "high"/"medium", read from at::globalContext() per call, as
 // cuBLAS does through torch.
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/Context.h>
 #include <torch/library.h>
 
@@ -64,3 +68,5 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
 }
 
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

@@ -1,6 +1,7 @@
-// The ladder op (ladder_mm): the SGEMM optimization ladder, after siboehm's "How to optimize a CUDA matmul".
-// Each step is its own kernel; all take float32, 2-D, contiguous row-major operands of any size
-// (every load and store is bounds-checked).
+// The ladder op (ladder_mm): every step of the gemm family's two ladders by name. The SGEMM ladder,
+// after siboehm's "How to optimize a CUDA matmul", starts with steps that are each their own
+// kernel (sgemm/ladder_steps.cu: float32, 2-D, contiguous row-major operands of any size, every
+// load and store bounds-checked); the later steps are configs of the SGEMM table.
 //
 //   naive          one thread per output; consecutive threads walk M, so their B reads are the
 //                  same word and their A reads are K floats apart: uncoalesced.
@@ -67,6 +68,10 @@
 //   tc:ws_tf32_rs          float32 only: TF32 with one MN-major operand (self column-major or
 //                          mat2 row-major) loaded into wgmma's register operand, not transposed
 //   tc:final               the dispatcher's choice (what mm runs for these dtypes)
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -260,3 +265,5 @@ at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
 TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) { m.impl("ladder_mm", &gemm::ladder_mm_cuda); }
 
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

@@ -2,6 +2,10 @@
 // (the Hopper kernels of sm90/ on a compute capability 9.0 GPU and a build with them, else the
 // sm80/ kernels), and which operands must be repacked or transposed first for it to read them.
 // Also runs a forced ladder step by name (TcKernel, for ladder_mm).
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -150,3 +154,5 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
 
 }  // namespace gemm
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

@@ -1,5 +1,9 @@
-// CUDA add and mul (binary.h's plan: broadcasting, type promotion, host values): the flat kernel
-// of kernels.cuh for dense operands, a strided kernel for the rest.
+// CUDA add and mul, the part they share: binary.h's plan (broadcasting, type promotion, host
+// values) carried out by the flat and row kernels of kernels.cuh for dense operands and by a
+// strided kernel for the rest (run_binary_cuda). add_cuda.cu and mul_cuda.cu instantiate it for
+// their op, one unit each, so that a parallel build compiles them side by side.
+#pragma once
+
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -178,38 +182,6 @@ at::Tensor run_binary_cuda(const BinaryPlan& plan, const char* name, MakeOp make
   return out;
 }
 
-at::Tensor add_plan_cuda(const BinaryPlan& plan, const at::Scalar& alpha) {
-  check_alpha(alpha, plan.dtype, "add");
-  return run_binary_cuda(plan, "add", [&](auto acc) {
-    using Acc = decltype(acc);
-    return AddOp<Acc>{scalar_to<Acc>(alpha)};
-  });
-}
-
-at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
-}
-
-at::Tensor add_scalar_cuda(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
-  return add_plan_cuda(plan_binary(self, other, "add"), alpha);
-}
-
-at::Tensor mul_cuda(const at::Tensor& self, const at::Tensor& other) {
-  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
-}
-
-at::Tensor mul_scalar_cuda(const at::Tensor& self, const at::Scalar& other) {
-  return run_binary_cuda(plan_binary(self, other, "mul"), "mul", [](auto) { return MulOp{}; });
-}
-
 }  // namespace
 }  // namespace elementwise
-
-TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
-  m.impl("add", &elementwise::add_cuda);
-  m.impl("add.Scalar", &elementwise::add_scalar_cuda);
-  m.impl("mul", &elementwise::mul_cuda);
-  m.impl("mul.Scalar", &elementwise::mul_scalar_cuda);
-}
-
 }  // namespace cudasteps

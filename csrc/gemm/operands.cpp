@@ -2,6 +2,10 @@
 // column-major matrix with a leading dimension (TcOperand), and its copy into rows padded to 16
 // bytes, in either storage order (tc_repack: one cudasteps::copy_ or transpose_ pass), for the
 // kernels that read 16-byte chunks (cp.async, TMA) or K-major operands only (TF32 wgmma).
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -69,3 +73,5 @@ TcOperand tc_repack(const at::Tensor& t, const TcOperand& current, bool is_b, bo
 
 }  // namespace gemm
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

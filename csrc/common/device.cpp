@@ -1,4 +1,8 @@
 // The device queries of launch.cuh, defined once here, where ATen's headers are included anyway.
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -29,3 +33,5 @@ ScratchBuffer scratch_buffer(size_t bytes) {
 }
 
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA
