@@ -95,6 +95,76 @@ FFN_GEMMS = [
 ]
 
 
+# Decode-sized bf16 linears: M tokens against an [N, K] weight (out_features, in_features), as a
+# decode step of a 4096-wide model with a 14336-wide MLP runs them.
+DECODE_WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336)]
+DECODE_TOKENS = (1, 8, 16)
+
+
+def _decode(bench, m, n, k, impls, label="decode"):
+    """F.linear-style x [m, k] @ W [n, k]^T, bf16. The weight is read once and dominates the
+    bytes: rows record GB/s on the weight's bytes (the fraction of the copy bandwidth) beside
+    TFLOP/s."""
+    dtype = torch.bfloat16
+
+    def make(seed):
+        g = torch.Generator(device=bench.device).manual_seed(seed)
+        x = torch.randn(m, k, generator=g, device=bench.device).to(dtype)
+        w = torch.randn(n, k, generator=g, device=bench.device).to(dtype)
+        return (x, w)
+
+    inputs = bench.rotation(make, 2 * (m * k + n * k))
+    for impl, ms in bench.time_many_graphed(impls, inputs).items():
+        bench.record(
+            op="linear",
+            case=f"{label} {m} x ({n}, {k}) bf16",
+            impl=impl,
+            dtype=dtype,
+            shape=[m, n, k],
+            ms=ms,
+            bytes=2 * n * k,
+            flops=2 * m * n * k,
+        )
+
+
+def run_decode(bench):
+    """Decode-sized linears against torch, and the few-row ladder (its steps, then its split
+    sweep) on the 14336 -> 4096 weight."""
+    pair = [("torch", F.linear), ("cudasteps", cudasteps.linear)]
+    tokens = DECODE_TOKENS[1:2] if bench.quick else DECODE_TOKENS
+    for n, k in DECODE_WEIGHTS:
+        for m in tokens:
+            _decode(bench, m, n, k, pair)
+    if torch.cuda.get_device_capability(bench.device) < (8, 0):
+        return
+    for m in (1, 16) if not bench.quick else (16,):
+        impls = [("torch", F.linear)] + [
+            (f"ladder:{v}", lambda x, w, v=v: G.run_ladder(v, x, w.t())) for v in G.GEMV_LADDER
+        ]
+        _decode(bench, m, 4096, 14336, impls, label="decode ladder")
+    if not bench.quick:
+        sweep = ("s1", "s2", "s4", "s1:u4", "s2:u4")
+        impls = [(f"ladder:gemv:mma:{t}", lambda x, w, t=t: G.run_ladder(f"gemv:mma:{t}", x, w.t()))
+                 for t in sweep]
+        for n, k in DECODE_WEIGHTS:
+            _decode(bench, 8, n, k, impls, label="decode splits")
+    bench.section(
+        "gemm (decode-sized linears)",
+        "bf16 `linear` with 1-16 rows against a weight, as a decode step runs it, against "
+        "F.linear (cuBLAS). Memory-bound: GB/s counts the weight's bytes over the time, so the "
+        "percentage is the fraction of the copy bandwidth. `ladder:gemv:*` rows are the few-row "
+        "ladder: a warp per weight row with 2-byte loads, + 16-byte loads, + four rows per warp "
+        "with eight loads in flight, + K split over the eight warps of a block (combined in "
+        "order in shared memory), + the products on the tensor cores (mma.sync fed straight from "
+        "the 16-byte loads); `gemv:final` is what linear runs (split_k for one token, mma for more). "
+        "`gemv:mma:s<n>[:u4]` rows force n blocks per row group to share K (partial sums added "
+        "in order by a second kernel), and four 64-wide chunks of K in flight per warp instead of "
+        "two. Every row of this section is timed as CUDA-graph replays over rotating inputs (as a "
+        "decode loop runs them; each call finds its weight out of L2): the GPU's time, not the "
+        "host's launch path, which for a 10-40 us kernel would be most of an eager call.",
+    )
+
+
 def run_tensor_cores(bench):
     """bf16 / fp16 / TF32 GEMMs against torch.mm on the same layouts."""
     pair = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
@@ -154,6 +224,7 @@ def run(bench):
         return
 
     run_tensor_cores(bench)
+    run_decode(bench)
 
     grid = GRID[:3] + GRID[6:] if bench.quick else GRID
     for m, n, k in grid:

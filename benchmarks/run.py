@@ -205,12 +205,22 @@ def plots(records, copy_ceiling_gbps, out_prefix: str) -> list[str]:
 
 def _ladder_of(variant: str) -> str:
     """Which ladder of its op a step belongs to: "tc" for the tensor-core ladder of mm (`tc:*`
-    steps), "" for an op's own ladder. Each ladder gets its own plot."""
-    return "tc" if variant.startswith("tc:") else ""
+    steps), "gemv" for the few-row ladder (`gemv:*`), "" for an op's own ladder. Each ladder gets
+    its own plot."""
+    for prefix in ("tc", "gemv"):
+        if variant.startswith(prefix + ":"):
+            return prefix
+    return ""
 
 
-def _ladder_case(rows) -> tuple[str, list] | None:
-    """The case whose ladder is most complete: (case, [(variant, rate), ...] in run order).
+# Ladders whose kernels are memory-bound: plotted in GB/s against the copy bandwidth even where
+# their rows also record TFLOP/s.
+_BANDWIDTH_LADDERS = ("gemv",)
+
+
+def _ladder_case(rows, key: str | None = None) -> tuple[str, list] | None:
+    """The case whose ladder is most complete: (case, [(variant, rate), ...] in run order). The
+    rate is `key` ("tflops" or "gbps"), or by default TFLOP/s where the row has it, else GB/s.
 
     Named steps only: `cfg:` rows are the gemm config sweep, not steps of the ladder.
     """
@@ -219,7 +229,12 @@ def _ladder_case(rows) -> tuple[str, list] | None:
         variant = r["impl"][len("ladder:") :]
         if variant.startswith("cfg:") or variant.startswith("tc:cp_async_cfg:"):
             continue
-        rate = r.get("tflops") if r.get("tflops") is not None else r.get("gbps")
+        if key is not None:
+            rate = r.get(key)
+        else:
+            rate = r.get("tflops") if r.get("tflops") is not None else r.get("gbps")
+        if variant.startswith("gemv:mma:"):  # the split sweep, not a step
+            continue
         if rate is not None:
             cases.setdefault(r["case"], []).append((variant, rate))
     if not cases:
@@ -258,11 +273,12 @@ def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
                 ladders.setdefault((op, _ladder_of(r["impl"][len("ladder:") :])), []).append(r)
     for (op, ladder), ladder_rows in ladders.items():
         op_rows = by_op[op]
-        found = _ladder_case(ladder_rows)
+        bandwidth = ladder in _BANDWIDTH_LADDERS
+        found = _ladder_case(ladder_rows, "gbps" if bandwidth else None)
         if found is None:
             continue
         case, steps = found
-        compute = any(r["case"] == case and r.get("tflops") is not None for r in op_rows)
+        compute = not bandwidth and any(r["case"] == case and r.get("tflops") is not None for r in op_rows)
         unit = "TFLOP/s" if compute else "GB/s"
         key = "tflops" if compute else "gbps"
         torch_rate = next((r.get(key) for r in op_rows if r["case"] == case and r["impl"] == "torch"), None)
@@ -295,7 +311,8 @@ def ladder_plots(records, ceilings: dict, out_prefix: str) -> list[str]:
         ax.set_xticks(list(xs))
         ax.set_xticklabels([v for v, _ in steps], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(unit)
-        ax.set_title(f"{op} {'tensor-core ' if ladder == 'tc' else ''}ladder: {case}")
+        kind = {"tc": "tensor-core ", "gemv": "few-row "}.get(ladder, "")
+        ax.set_title(f"{op} {kind}ladder: {case}")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
         ax.set_ylim(0, 1.15 * max([rate for _, rate in steps] + [torch_rate or 0, ceiling or 0, peak or 0]))

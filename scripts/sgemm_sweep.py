@@ -13,8 +13,8 @@ timer that synchronizes after every call adds the launch gap, which is most of t
 between candidates there).
 
 --emit writes the dispatcher's table, csrc/gemm/sgemm/table.inc (per shape and layout the fastest
-correct config and split count; choose_config in csrc/gemm/sgemm/dispatch.cu reads it at build time, so the choice
-is committed and the same in every run), and the sweep's rows beside it in
+correct config and split count; choose_config in csrc/gemm/sgemm/dispatch.cpp reads it at build
+time, so the choice is committed and the same in every run), and the sweep's rows beside it in
 csrc/gemm/sgemm/sweep.json. Rebuild the extension after --emit.
 """
 
@@ -198,8 +198,9 @@ def best_per_shape(rows):
 def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
     best = best_per_shape(rows)
     lines = [
-        "// The float32 SGEMM dispatch table read by choose_config (sgemm/dispatch.cu): per measured shape and",
-        "// layout the fastest config and split-K factor. Written by `python scripts/sgemm_sweep.py --emit`",
+        "// The float32 SGEMM dispatch table read by choose_config (sgemm/dispatch.cpp): per measured",
+        "// shape and layout the fastest config and split-K factor. Written by",
+        "// `python scripts/sgemm_sweep.py --emit`",
         "// from a measured sweep (numbers beside it in csrc/gemm/sgemm/sweep.json); the choice is",
         "// committed, so it is the same in every run.",
         f"// Measured on: {device_name}, torch {torch.__version__}, TF32 off.",

@@ -444,8 +444,8 @@ def test_swap_nn_streamk(ragged_ld):
 
 
 def blocked_sums_fit(config=RING_TALL):
-    """Whether the device holds the ring's stages and the blocked sums' totals (sgemm/dispatch.cu runs
-    the ring without blocked sums where it does not, e.g. 163 KB on an A100)."""
+    """Whether the device holds the ring's stages and the blocked sums' totals (sgemm/dispatch.cpp
+    runs the ring without blocked sums where it does not, e.g. 163 KB on an A100)."""
     bm, bn, bk = (int(x) for x in config.split("_")[1].split("x"))
     ring = 3 * bk * (bm + 4 + bn + 4) * 4
     optin = getattr(torch.cuda.get_device_properties(0), "shared_memory_per_block_optin", 0)

@@ -150,7 +150,9 @@ RELEASE_WHEEL_MAX_MB = 100
 def test_release_wheel_installs_and_imports(tmp_path):
     wheel = os.environ.get("CUDASTEPS_WHEEL")
     if not wheel:
-        pytest.skip("needs a release wheel: `make wheel` builds one and runs this test with CUDASTEPS_WHEEL set")
+        pytest.skip(
+            "needs a release wheel: `make wheel` builds one and runs this test with CUDASTEPS_WHEEL set"
+        )
     wheel = Path(wheel)
     assert wheel.is_file(), wheel
     assert "-abi3-" in wheel.name, f"not an abi3 wheel: {wheel.name}"

@@ -1,10 +1,11 @@
-// Argument checks and the transposed-view dispatch shared by the CPU and CUDA copy kernels.
+// Argument checks and the transposed-view dispatch shared by the CPU and CUDA copy ops
+// (copy_cpu.cpp, copy_cuda.cpp). Host code (ATen); the kernels' side is launch.h.
 #pragma once
 
 #include <ATen/MemoryOverlap.h>
 
-#include "common/autograd.h"
 #include "common/checks.h"
+#include "common/typed_op.h"
 
 namespace cudasteps {
 
@@ -43,12 +44,5 @@ inline void copy_transposed_view(at::Tensor& out, const at::Tensor& in) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   op.call(out, in.mT());
 }
-
-#ifdef __CUDACC__
-// Copies a strided view `in` into the contiguous `out` row by row (innermost dim contiguous) or by
-// gathering (innermost dim strided) when the layout allows (copy_rows_cuda.cu); false: not taken,
-// nothing was launched.
-bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t stream);
-#endif
 
 }  // namespace cudasteps

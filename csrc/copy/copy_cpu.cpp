@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/strided.h"
+#include "common/strided_tensors.h"
 #include "copy/copy.h"
 
 namespace cudasteps {

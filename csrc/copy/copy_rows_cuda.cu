@@ -1,6 +1,16 @@
 // CUDA copy of strided views into a contiguous output, row by row (innermost dim contiguous; this
 // unit) or by gathering (innermost dim strided; copy_gather_cuda.cu): copy_strided_rows, which
-// copy_cuda.cu calls. The kernels and how they work: rows.cuh.
+// the host code (copy_cuda.cpp) calls with the pair of strides it built from the tensors
+// (launch.h). The kernels and how they work: rows.cuh.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "common/strided.h"
+#include "common/vec.cuh"
+#include "copy/launch.h"
 #include "copy/rows.cuh"
 
 namespace cudasteps {
@@ -8,9 +18,8 @@ namespace cudasteps {
 // A contiguous `out` from a strided `in` by rows (see "Strided views: rows"). Returns false
 // (nothing launched) when the output is not element-aligned, which no tensor of PyTorch's
 // allocator is.
-bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t stream) {
-  const StridedPair p = make_strided_pair(out, in, "copy");
-  const int64_t elem = in.element_size();
+bool copy_strided_rows(const StridedPair& p, int64_t elem, const void* src_ptr, void* dst_ptr,
+                       cudaStream_t stream) {
   const int last = p.ndim - 1;
   RowLayout L;
   L.outer_dims = last;
@@ -23,8 +32,8 @@ bool copy_strided_rows(at::Tensor& out, const at::Tensor& in, cudaStream_t strea
   L.index32 = L.rows <= int64_t(std::numeric_limits<uint32_t>::max());
   L.row_bytes = p.sizes[last] * elem;
   L.inner_stride = p.in_strides[last] * elem;
-  const auto* src = static_cast<const uint8_t*>(in.const_data_ptr());
-  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  const auto* src = static_cast<const uint8_t*>(src_ptr);
+  auto* dst = static_cast<uint8_t*>(dst_ptr);
   // Output rows are contiguous one after another: chunks as wide as the output address and the
   // row length allow, so that no chunk straddles two rows.
   const int chunk_bytes = std::min(alignment_of(dst), pow2_divisor(L.row_bytes));

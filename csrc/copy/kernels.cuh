@@ -1,7 +1,8 @@
 // The copy family's CUDA kernels: 16-byte vectorized, grid sized from the SM count, with a scalar
-// head and tail; and the generic strided kernel. Shared by copy_cuda.cu (the ops, the ladder),
-// copy_rows_cuda.cu and copy_gather_cuda.cu (strided views row by row). Internal linkage: every
-// unit owns the kernels it instantiates.
+// head and tail; the generic strided kernel; the ladder's first two steps. Device code and its
+// constants only: instantiated and launched by copy_kernels_cuda.cu; rows.cuh builds on Word and
+// kCopyThreads. Internal linkage: every unit owns the kernels it instantiates. Light on purpose (no
+// ATen header): ATen's headers would cost every unit that includes it about 20 s of compile time.
 //
 // The final kernel (copy_vec16_kernel) moves bytes, so one kernel serves every dtype. SASS check
 // (cuobjdump --dump-sass, sm_90): the aligned instantiation issues LDG.E.128 and STG.E.128.
@@ -13,31 +14,25 @@
 // (4 x 4 bytes for that fp32 view) and still stored as one 16-byte access. The warp's loads then
 // touch the same 128-byte lines as aligned loads would, so DRAM traffic is unchanged.
 //
-// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (above); a transposed view of a
-// contiguous tensor goes to the transpose kernel (copy.h); other strided inputs copied into a
-// contiguous output go to the row kernel (innermost dim contiguous) or the gather kernel
-// (innermost dim strided), see "Strided views: rows"; anything else (a strided output) to the
-// generic strided kernel, one element per index step.
+// Layouts (copy_cuda_impl, copy_cuda.cpp): equal dense layouts are one byte copy (above); a
+// transposed view of a contiguous tensor goes to the transpose kernel (copy.h); other strided
+// inputs copied into a contiguous output go to the row kernel (innermost dim contiguous) or the
+// gather kernel (innermost dim strided), see "Strided views: rows" (rows.cuh); anything else (a
+// strided output) to the generic strided kernel, one element per index step.
 //
 // Ladder (ladder_copy): scalar (one element per thread, one thread per element) -> grid_stride
 // (a grid of one wave, each thread loops) -> vec16_persistent (16-byte accesses, still one wave
 // of blocks looping) -> vec16 (the same kernel with one block per 8 KiB tile, in address order).
 #pragma once
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <string>
 
 #include "common/launch.cuh"
 #include "common/strided.h"
 #include "common/vec.cuh"
-#include "copy/copy.h"
 
 namespace cudasteps {
 namespace {
@@ -130,38 +125,6 @@ __global__ void __launch_bounds__(kCopyThreads)
   }
 }
 
-// How many blocks copy_vec16_kernel gets: one per tile, or one wave (ladder step vec16_persistent).
-enum class CopyGrid { kOneShot, kPersistent };
-
-template <int SrcAlign>
-void launch_copy_vec16(const uint8_t* src, uint8_t* dst, int64_t nbytes, int head,
-                       CopyGrid grid_kind, cudaStream_t stream) {
-  const auto kernel = copy_vec16_kernel<SrcAlign>;
-  const int64_t n_tiles =
-      std::max<int64_t>(1, ceil_div<int64_t>((nbytes - head) / 16, int64_t(kCopyThreads) * kCopyUnroll));
-  const int64_t grid = grid_kind == CopyGrid::kPersistent
-                           ? persistent_grid(kernel, kCopyThreads, n_tiles, 1)
-                           : std::min<int64_t>(n_tiles, std::numeric_limits<int32_t>::max());
-  kernel<<<grid, kCopyThreads, 0, stream>>>(src, dst, nbytes, head);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// Contiguous byte copy, any alignment.
-inline void copy_bytes_cuda(const void* src_ptr, void* dst_ptr, int64_t nbytes, cudaStream_t stream,
-                     CopyGrid grid_kind = CopyGrid::kOneShot) {
-  const auto* src = static_cast<const uint8_t*>(src_ptr);
-  auto* dst = static_cast<uint8_t*>(dst_ptr);
-  // Head: bytes until dst reaches a 16-byte boundary (all of them for a copy under 16 bytes).
-  const int head = int(std::min<int64_t>(nbytes, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16));
-  switch (alignment_of(src + head)) {
-    case 16: return launch_copy_vec16<16>(src, dst, nbytes, head, grid_kind, stream);
-    case 8: return launch_copy_vec16<8>(src, dst, nbytes, head, grid_kind, stream);
-    case 4: return launch_copy_vec16<4>(src, dst, nbytes, head, grid_kind, stream);
-    case 2: return launch_copy_vec16<2>(src, dst, nbytes, head, grid_kind, stream);
-    default: return launch_copy_vec16<1>(src, dst, nbytes, head, grid_kind, stream);
-  }
-}
-
 // Non-contiguous input or output: one element per thread-step, offsets from the StridedPair.
 template <int ElemBytes>
 __global__ void __launch_bounds__(kCopyThreads)
@@ -176,36 +139,29 @@ __global__ void __launch_bounds__(kCopyThreads)
   }
 }
 
+// ---- Ladder (ladder_copy): its first two steps ------------------------------------------------
+
+// Step 1: one thread per element, one element per thread: a grid of numel / 512 blocks, each
+// moving only 2 KiB of fp32 with 4-byte accesses.
 template <int ElemBytes>
-void launch_copy_strided(const at::Tensor& in, at::Tensor& out, cudaStream_t stream) {
-  const StridedPair layout = make_strided_pair(out, in, "copy");
-  const auto kernel = copy_strided_kernel<ElemBytes>;
-  const int64_t grid = persistent_grid(kernel, kCopyThreads, in.numel(), kCopyThreads);
-  kernel<<<grid, kCopyThreads, 0, stream>>>(static_cast<const uint8_t*>(in.const_data_ptr()),
-                                            static_cast<uint8_t*>(out.data_ptr()), layout,
-                                            in.numel());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+__global__ void copy_scalar_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                                   int64_t numel) {
+  using W = typename Word<ElemBytes>::type;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < numel) reinterpret_cast<W*>(dst)[i] = reinterpret_cast<const W*>(src)[i];
 }
 
-// Dispatches on the element size: copy moves bytes, so dtypes of equal size share a kernel.
-template <template <int> class Launcher, typename... Args>
-void dispatch_elem_bytes(int64_t elem_bytes, const char* op, Args&&... args) {
-  switch (elem_bytes) {
-    case 1: return Launcher<1>::run(std::forward<Args>(args)...);
-    case 2: return Launcher<2>::run(std::forward<Args>(args)...);
-    case 4: return Launcher<4>::run(std::forward<Args>(args)...);
-    case 8: return Launcher<8>::run(std::forward<Args>(args)...);
-    case 16: return Launcher<16>::run(std::forward<Args>(args)...);
-    default: CUDASTEPS_CHECK(false, op, "unsupported element size ", elem_bytes);
+// Step 2: a grid of one wave (sized from the SM count); each thread strides over the tensor.
+template <int ElemBytes>
+__global__ void __launch_bounds__(kCopyThreads)
+    copy_grid_stride_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                            int64_t numel) {
+  using W = typename Word<ElemBytes>::type;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += stride) {
+    reinterpret_cast<W*>(dst)[i] = reinterpret_cast<const W*>(src)[i];
   }
 }
-
-template <int ElemBytes>
-struct StridedCopy {
-  static void run(const at::Tensor& in, at::Tensor& out, cudaStream_t stream) {
-    launch_copy_strided<ElemBytes>(in, out, stream);
-  }
-};
 
 }  // namespace
 }  // namespace cudasteps

@@ -1,24 +1,21 @@
 // The copy family's strided-view kernels, shared by copy_rows_cuda.cu (contiguous rows) and
 // copy_gather_cuda.cu (gathered rows): the row layout, both kernels and their launch helpers. How
-// they work: the section below. Each unit instantiates the kernels it launches.
+// they work: the section below. Each unit instantiates the kernels it launches. Light on purpose
+// (no ATen header): ATen's headers would cost both units about 20 s of compile time each.
 #pragma once
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <string>
 
 #include "common/launch.cuh"
 #include "common/strided.h"
 #include "common/vec.cuh"
-#include "copy/copy.h"
 #include "copy/kernels.cuh"
-
 
 namespace cudasteps {
 

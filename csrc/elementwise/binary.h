@@ -3,13 +3,8 @@
 //
 // An operand is either a tensor (converted to the result dtype and expanded to the result shape:
 // a view, strides 0 on broadcast dims) or a host value (a Scalar overload's number, or a 0-dim
-// CPU tensor, which torch lets combine with a tensor of any device). The kernels then take one of:
-//   kFlat       both operands dense and of the result shape: one vectorized pass
-//   kFlatValue  one dense operand of the result shape and a host value
-//   kRowVec     self dense of the result shape, other a per-feature vector (it varies only along
-//               the last dim): the row kernel keeps the vector in registers
-//   kVecRow     the same with the roles swapped
-//   kStrided    anything else: a general kernel with 64-bit strides (0 on broadcast dims)
+// CPU tensor, which torch lets combine with a tensor of any device). The kernels then take one of
+// the paths of binary_path.h (flat, flat with a host value, row-vector either way round, strided).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,6 +14,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "elementwise/binary_path.h"
 
 namespace cudasteps {
 namespace elementwise {
@@ -33,8 +29,6 @@ struct BinaryOperand {
     has_value = true;
   }
 };
-
-enum class BinaryPath { kEmpty, kFlat, kFlatValue, kRowVec, kVecRow, kStrided };
 
 struct BinaryPlan {
   at::ScalarType dtype = at::kFloat;  // torch.result_type(self, other)

@@ -1,15 +1,24 @@
 // CUDA add and mul, the part they share: binary.h's plan (broadcasting, type promotion, host
 // values) carried out by the flat and row kernels of kernels.cuh for dense operands and by a
-// strided kernel for the rest (run_binary_cuda). add_cuda.cu and mul_cuda.cu instantiate it for
-// their op, one unit each, so that a parallel build compiles them side by side.
+// strided kernel for the rest (run_binary), and the launchers launch_add / launch_mul of launch.h
+// built on it. inst_add_float.cu, inst_add_int.cu, inst_mul_float.cu and inst_mul_int.cu
+// instantiate them, one op and one dtype group each, so that a parallel build compiles them side
+// by side. Light on purpose, as kernels.cuh (nothing of ATen: about 20 s of compile time per unit).
 #pragma once
 
-#include <ATen/Dispatch.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/launch.cuh"
+#include "common/strided.h"
+#include "elementwise/functors.h"
 #include "elementwise/kernels.cuh"
+#include "elementwise/launch.h"
 
 namespace cudasteps {
 namespace elementwise {
@@ -24,7 +33,7 @@ template <typename T, typename index_t, typename Op>
 __global__ void __launch_bounds__(kThreads)
     strided_binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                           int64_t numel, StridedPair p, Op op) {
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   const index_t n = static_cast<index_t>(numel);
   const index_t stride = static_cast<index_t>(gridDim.x) * kThreads;
   for (index_t i = static_cast<index_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
@@ -52,7 +61,7 @@ template <typename T, typename index_t, typename Op>
 __global__ void __launch_bounds__(kThreads)
     strided_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                         int64_t rows, int64_t cols, StridedPair p, Op op) {
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   const int last = p.ndim - 1;
   const index_t sa = static_cast<index_t>(p.out_strides[last]);
   const index_t sb = static_cast<index_t>(p.in_strides[last]);
@@ -88,16 +97,12 @@ inline int64_t span_of(const StridedPair& p, const int64_t* strides) {
 constexpr int64_t kMinRowsCols = 128;
 
 template <typename T, typename Op>
-void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T* out, Op op,
-                           cudaStream_t stream, const char* name) {
-  // Views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
-  const StridedPair p = make_strided_pair(a_view, b_view, name);
-  const int64_t numel = a_view.numel();
+void launch_strided_binary(const StridedPair& p, const T* a, const T* b, T* out, int64_t numel, Op op,
+                           cudaStream_t stream) {
+  // p: views of the broadcast shape; strides are >= 0 (expand gives 0, never negative).
   const int64_t max_blocks = int64_t(sm_count()) * 64;
   const bool small = numel <= INT32_MAX && span_of(p, p.out_strides) <= INT32_MAX &&
                      span_of(p, p.in_strides) <= INT32_MAX;
-  const T* a = a_view.const_data_ptr<T>();
-  const T* b = b_view.const_data_ptr<T>();
   const int64_t cols = p.sizes[p.ndim - 1];
   if (cols >= kMinRowsCols) {
     // Rows long enough to fill a block: the row kernel.
@@ -120,68 +125,63 @@ void launch_strided_binary(const at::Tensor& a_view, const at::Tensor& b_view, T
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Every dtype add/mul take: floating (fp32 math for half/bf16), integers and bool.
-#define CUDASTEPS_BINARY_TYPES(TYPE, NAME, ...) \
-  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, TYPE, NAME, __VA_ARGS__)
-
-// Runs `op` (made for the math type Acc) on the plan's operands into a new contiguous tensor of
-// the broadcast shape and result dtype.
-template <typename MakeOp>
-at::Tensor run_binary_cuda(const BinaryPlan& plan, const char* name, MakeOp make_op) {
-  at::Tensor out = at::empty(plan.shape, at::TensorOptions().dtype(plan.dtype).device(plan.device));
-  if (plan.path == BinaryPath::kEmpty) return out;
-  const c10::cuda::CUDAGuard guard(plan.device);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const at::Tensor& a = plan.self.tensor;
-  const at::Tensor& b = plan.other.tensor;
-  CUDASTEPS_BINARY_TYPES(plan.dtype, "binary_cuda", [&] {
-    using Acc = at::opmath_type<scalar_t>;
-    const auto op = make_op(Acc{});
-    using BaseOp = std::decay_t<decltype(op)>;
-    scalar_t* o = out.data_ptr<scalar_t>();
-    switch (plan.path) {
-      case BinaryPath::kFlat:
-        launch_flat<scalar_t, true>(a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(), o,
-                                    plan.numel, op, stream);
-        return;
-      case BinaryPath::kFlatValue:
-        if (plan.other.is_value()) {
-          launch_flat<scalar_t, false>(a.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
-                                       ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)},
-                                       stream);
-        } else {
-          launch_flat<scalar_t, false>(b.const_data_ptr<scalar_t>(), nullptr, o, plan.numel,
-                                       ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)},
-                                       stream);
-        }
-        return;
-      case BinaryPath::kRowVec:
-        launch_rowvec<scalar_t>(a.const_data_ptr<scalar_t>(), b.const_data_ptr(), false, o, plan.rows,
-                                plan.cols, op, stream, name);
-        return;
-      case BinaryPath::kVecRow:
-        launch_rowvec<scalar_t>(b.const_data_ptr<scalar_t>(), a.const_data_ptr(), false, o, plan.rows,
-                                plan.cols, SwappedOp<BaseOp>{op}, stream, name);
-        return;
-      case BinaryPath::kStrided:
-        // A host value with a strided tensor: the tensor stands in for both operands and the value
-        // goes in the functor (one kernel shape for all strided cases).
-        if (plan.other.is_value()) {
-          launch_strided_binary<scalar_t>(
-              a, a, o, ValueRightOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.other.value)}, stream, name);
-        } else if (plan.self.is_value()) {
-          launch_strided_binary<scalar_t>(
-              b, b, o, ValueLeftOp<BaseOp, Acc>{op, scalar_to<Acc>(plan.self.value)}, stream, name);
-        } else {
-          launch_strided_binary<scalar_t>(a, b, o, op, stream, name);
-        }
-        return;
-      case BinaryPath::kEmpty: return;
-    }
-  });
-  return out;
+// Runs `op` (a functor over the math type) on the operands of `args` into args.out: the kernel of
+// the plan's path. `name` names the op in messages.
+template <typename T, typename BaseOp>
+void run_binary(const BinaryArgs<T>& args, BaseOp op, cudaStream_t stream, const char* name) {
+  using Acc = opmath_type<T>;
+  const T* a = args.self;
+  const T* b = args.other;
+  T* o = args.out;
+  switch (args.path) {
+    case BinaryPath::kFlat:
+      launch_flat<T, true>(a, b, o, args.numel, op, stream);
+      return;
+    case BinaryPath::kFlatValue:
+      if (args.value_operand == ValueOperand::kOther) {
+        launch_flat<T, false>(a, nullptr, o, args.numel, ValueRightOp<BaseOp, Acc>{op, args.value},
+                              stream);
+      } else {
+        launch_flat<T, false>(b, nullptr, o, args.numel, ValueLeftOp<BaseOp, Acc>{op, args.value},
+                              stream);
+      }
+      return;
+    case BinaryPath::kRowVec:
+      launch_rowvec<T>(a, b, false, o, args.rows, args.cols, op, stream, name);
+      return;
+    case BinaryPath::kVecRow:
+      launch_rowvec<T>(b, a, false, o, args.rows, args.cols, SwappedOp<BaseOp>{op}, stream, name);
+      return;
+    case BinaryPath::kStrided:
+      // A host value with a strided tensor: the tensor stands in for both operands and the value
+      // goes in the functor (one kernel shape for all strided cases).
+      if (args.value_operand == ValueOperand::kOther) {
+        launch_strided_binary<T>(args.strided, a, a, o, args.numel,
+                                 ValueRightOp<BaseOp, Acc>{op, args.value}, stream);
+      } else if (args.value_operand == ValueOperand::kSelf) {
+        launch_strided_binary<T>(args.strided, b, b, o, args.numel,
+                                 ValueLeftOp<BaseOp, Acc>{op, args.value}, stream);
+      } else {
+        launch_strided_binary<T>(args.strided, a, b, o, args.numel, op, stream);
+      }
+      return;
+    case BinaryPath::kEmpty: return;
+  }
 }
 
 }  // namespace
+
+// ---- the launchers of launch.h ----------------------------------------------------------------
+
+template <typename T>
+void launch_add(const BinaryArgs<T>& args, opmath_type<T> alpha, cudaStream_t stream) {
+  run_binary(args, AddOp<opmath_type<T>>{alpha}, stream, "add");
+}
+
+template <typename T>
+void launch_mul(const BinaryArgs<T>& args, cudaStream_t stream) {
+  run_binary(args, MulOp{}, stream, "mul");
+}
+
 }  // namespace elementwise
 }  // namespace cudasteps

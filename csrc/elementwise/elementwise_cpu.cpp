@@ -12,7 +12,7 @@
 
 #include <memory>
 
-#include "common/strided.h"
+#include "common/strided_tensors.h"
 #include "elementwise/binary.h"
 #include "elementwise/elementwise.h"
 

@@ -1,7 +1,11 @@
-// The elementwise family's CUDA kernels and their launchers, shared by its op units
-// (elementwise_cuda.cu: bias_act and its ladder; bias_act_backward_cuda.cu: the backward and
-// sum_leading; add_cuda.cu and mul_cuda.cu through binary_kernels.cuh), each of which
-// instantiates what it uses.
+// The elementwise family's CUDA kernels and their generic launch templates, shared by its kernel
+// units (bias_act_cuda.cu: bias_act and its ladder; the inst_backward_*.cu units through
+// bias_act_backward.cuh: the backward and sum_leading; the inst_add_*.cu and inst_mul_*.cu units
+// through binary_kernels.cuh), each of which
+// instantiates what it uses behind the typed launchers of launch.h. Light on purpose (CUDA's
+// runtime, c10's Half/BFloat16 and error checks, the project's light headers; nothing of ATen):
+// ATen's headers cost a kernel unit about 20 s of compile time. The host side (checks, dtype
+// dispatch, allocation, streams) is elementwise_cuda.cpp and binary_cuda.cpp.
 // Internal linkage: every unit owns the kernels it instantiates.
 //
 // add/mul follow the plan of binary.h (broadcasting, type promotion, host values); their dense
@@ -33,28 +37,26 @@
 //   that partial buffer small (gridDim.y rows of cols floats). The grid depends only on the shape
 //   and the device, so grad_bias is bitwise reproducible run to run (no atomics).
 //
-// fp16/bf16 gelu runs FastGelu (elementwise.h) forward and backward: at eight elements per 16-byte
+// fp16/bf16 gelu runs FastGelu (functors.h) forward and backward: at eight elements per 16-byte
 // vector, erff (and expf in the derivative) made the arithmetic as long as the memory time, and a
 // warp computing has no loads in flight. Measured on an H100, bf16 8192 x 8192 fwd+bwd: 69% of
 // copy bandwidth with erff, 79-84% with an earlier erfc fit (two exponentials per element);
-// FastGelu's own figures are in elementwise.h.
+// FastGelu's own figures are in functors.h.
 #pragma once
 
-#include <ATen/Dispatch.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
+#include "common/error.h"
 #include "common/launch.cuh"
-#include "common/strided.h"
 #include "common/vec.cuh"
-#include "elementwise/binary.h"
-#include "elementwise/elementwise.h"
+#include "elementwise/functors.h"
 
 namespace cudasteps {
 namespace elementwise {
@@ -102,7 +104,7 @@ __device__ __forceinline__ void load_feature(const void* v, bool v_is_float, int
 
 template <typename T, int VEC, bool kHasB, typename Op>
 __device__ __forceinline__ Vec<T, VEC> apply_vec(const Vec<T, VEC>& a, const Vec<T, VEC>& b, Op op) {
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   Vec<T, VEC> o;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
@@ -116,7 +118,7 @@ __global__ void __launch_bounds__(kFlatThreads)
     flat_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                 int64_t numel, Op op) {
   using V = Vec<T, VEC>;
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   const int64_t n_vec = numel / VEC;
   const V* av = reinterpret_cast<const V*>(a);
   const V* bv = reinterpret_cast<const V*>(b);
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
     rowvec_kernel(const T* __restrict__ a, const void* __restrict__ v, bool v_is_float,
                   T* __restrict__ out, int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
   const int ty = threadIdx.x / col_threads;
@@ -261,10 +263,10 @@ constexpr int grad_min_blocks() {
 template <typename T, int VEC, bool kHasA, bool kWriteOut, typename Op>
 __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
     rowgrad_kernel(const T* __restrict__ g, const T* __restrict__ a, const void* __restrict__ v,
-                   bool v_is_float, T* __restrict__ out, at::opmath_type<T>* __restrict__ partials,
+                   bool v_is_float, T* __restrict__ out, opmath_type<T>* __restrict__ partials,
                    int64_t rows, int64_t cols, int col_threads, Op op) {
   using V = Vec<T, VEC>;
-  using Acc = at::opmath_type<T>;
+  using Acc = opmath_type<T>;
   __shared__ Acc column_sums[kThreads * VEC];
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
@@ -336,32 +338,34 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Runs rowgrad over (rows, cols) and, when sum_out is defined, finalizes the column sums into it
-// (dtype T or fp32) scaled by `scale`.
+// Runs rowgrad over (rows, cols) and, when sum_out is not null, finalizes the column sums into it
+// scaled by `scale`.
+// sum_out: of type T, or fp32 when sum_out_is_float (the host checks that it is one of the two).
+// The partials live in a scratch buffer of the current device (the caller's device guard), from
+// PyTorch's caching allocator on the current stream.
 template <typename T, bool kHasA, bool kWriteOut, typename Op>
-void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* out,
-                    at::Tensor& sum_out, double scale, int64_t rows, int64_t cols, Op op,
-                    const at::TensorOptions& options, cudaStream_t stream, const char* name) {
-  using Acc = at::opmath_type<T>;
+void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* out, void* sum_out,
+                    bool sum_out_is_float, double scale, int64_t rows, int64_t cols, Op op,
+                    cudaStream_t stream, const char* name) {
+  using Acc = opmath_type<T>;
   constexpr int kVec = vec16_elems<T>();
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
                       (!kHasA || is_aligned(a, kVecBytes)) && (!kWriteOut || is_aligned(out, kVecBytes));
   auto run = [&](auto kernel, int vec) {
     const RowGrid rg = row_grid(kernel, rows, cols, vec, /*one_shot=*/false, name);
-    at::Tensor partials =
-        at::empty({int64_t(rg.grid.y), cols}, options.dtype(c10::CppTypeToScalarType<Acc>::value));
-    kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials.data_ptr<Acc>(),
-                                             rows, cols, rg.col_threads, op);
+    const ScratchBuffer partials_buffer = scratch_buffer(size_t(rg.grid.y) * size_t(cols) * sizeof(Acc));
+    Acc* const partials = static_cast<Acc*>(partials_buffer.ptr);
+    kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials, rows, cols,
+                                             rg.col_threads, op);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (!sum_out.defined()) return;
+    if (sum_out == nullptr) return;
     const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(cols, kThreads), int64_t(sm_count()) * 8);
-    if (sum_out.scalar_type() == at::kFloat) {
+    if (sum_out_is_float) {
       finalize_colsum_kernel<Acc, float><<<grid, kThreads, 0, stream>>>(
-          partials.data_ptr<Acc>(), int(rg.grid.y), cols, Acc(scale), sum_out.data_ptr<float>());
+          partials, int(rg.grid.y), cols, Acc(scale), static_cast<float*>(sum_out));
     } else {
-      TORCH_INTERNAL_ASSERT(sum_out.scalar_type() == c10::CppTypeToScalarType<T>::value);
       finalize_colsum_kernel<Acc, T><<<grid, kThreads, 0, stream>>>(
-          partials.data_ptr<Acc>(), int(rg.grid.y), cols, Acc(scale), sum_out.data_ptr<T>());
+          partials, int(rg.grid.y), cols, Acc(scale), static_cast<T*>(sum_out));
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
@@ -381,9 +385,6 @@ struct XGradOp {
     return op(g, x, Acc(0));
   }
 };
-
-#define CUDASTEPS_FLOAT_TYPES(TYPE, NAME, ...) \
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
 
 }  // namespace
 }  // namespace elementwise

@@ -11,7 +11,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
-#include "common/autograd.h"
+#include "common/typed_op.h"
 
 namespace cudasteps {
 namespace {

@@ -1,7 +1,7 @@
 // CUDA mm / addmm / linear: the op layer of the gemm family. Checks the arguments (gemm.h), turns
 // each op into one problem, out = alpha * a @ b + beta * addend, and sends it down one of two
 // paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32 switch is
-// on) or the exact SIMT kernels (sgemm/dispatch.cu: float32 and float64).
+// on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64).
 //
 // Tensor cores for float32: torch.backends.cuda.matmul.allow_tf32, or
 // set_float32_matmul_precision "high"/"medium", read from at::globalContext() per call, as

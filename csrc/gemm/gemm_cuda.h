@@ -1,5 +1,5 @@
 // The CUDA GEMM drivers of both paths, shared by the op layer (gemm_cuda.cpp: mm, addmm, linear)
-// and the ladder op (gemm_ladder_cuda.cpp): the SGEMM's (gemm_cuda, sgemm/dispatch.cu) and the
+// and the ladder op (gemm_ladder_cuda.cpp): the SGEMM's (gemm_cuda, sgemm/dispatch.cpp) and the
 // tensor cores' (tc_gemm_cuda, tc/dispatch.cpp), and the operand repacks both use (operands.cpp).
 #pragma once
 
@@ -14,7 +14,7 @@ namespace cudasteps {
 namespace gemm {
 
 // The stream-K tail of the ring configs (sgemm/kernel.cuh): kAuto where it pays (streamk_pays in
-// sgemm/dispatch.cu), or forced off / on (on: whenever the tiles leave a partial last wave).
+// sgemm/dispatch.cpp), or forced off / on (on: whenever the tiles leave a partial last wave).
 enum class StreamK { kAuto, kOff, kOn };
 
 // out[M, N] = alpha * a @ b + beta * addend, freshly allocated and contiguous. a, b: 2-D float32
@@ -42,13 +42,21 @@ enum class TcKernel {
   kWsMulticast,
   kWsPingPong,
   kWsTf32Rs,
-  kFinal
+  kFinal,
+  // The few-row path's ladder (gemm/gemv/gemv.h); kFinal and kAuto take kGemvMma where
+  // gemv_wanted.
+  kGemvWarpRow,
+  kGemvVec16,
+  kGemvRowsInFlight,
+  kGemvSplitK,
+  kGemvMma
 };
 
 // out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or
 // float32 with type kTF32. Any strides (operands the chosen kernel cannot read in place are
 // repacked or transposed first). cp_async_config: a tc_cp_async config index for kCpAsync (-1:
-// chosen by shape). tuning: forced tile width / split-K of the Hopper persistent kernels (sweeps).
+// chosen by shape). tuning: forced tile width / split-K of the Hopper persistent kernels (sweeps),
+// or (tuning.splits) the blocks that share K in the gemv mma step.
 at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                         double beta, TcType type, TcKernel kernel = TcKernel::kAuto,
                         int cp_async_config = -1, TcTuning tuning = {});
@@ -66,9 +74,9 @@ int find_ladder_step_config(const std::string& step);
 int main_config();
 // "name1, name2, ...": for error messages.
 std::string config_names();
-// The SGEMM ladder's first steps, each its own kernel (sgemm/ladder_steps.cu): naive, coalesced,
-// smem_tile, blocktile_1d, blocktile_2d, vectorized, warptile. self, mat2: contiguous float32
-// (checked by the caller, with the variant's name).
+// The SGEMM ladder's first steps, each its own kernel (sgemm/ladder_steps.cu; this host side in
+// sgemm/dispatch.cpp): naive, coalesced, smem_tile, blocktile_1d, blocktile_2d, vectorized,
+// warptile. self, mat2: contiguous float32 (checked by the caller, with the variant's name).
 at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2,
                                   const std::string& variant);
 
@@ -89,6 +97,10 @@ int64_t padded_ld(int64_t cols, int64_t elem_bytes);
 // so that alignment checks look at what matters.
 TcOperand tc_operand(const at::Tensor& t, bool is_b);
 bool tc_operand_aligned(const TcOperand& o, int64_t elem_bytes);
+// One row of A or one column of B whose K elements are adjacent, described as K-major whichever
+// layout tc_operand named (a size-1 dimension takes any stride; a decode step's [K, 1] operand is
+// one). For the few-row path, which reads K-major operands only.
+void tc_vector_as_k_major(TcOperand& o, bool is_b);
 // `t` rewritten into a fresh buffer whose rows are padded to 16 bytes, in the layout `k_major`
 // asks for (A row-major / B column-major when true): cudasteps::copy_ when that is the layout
 // `current` already has (one pass), cudasteps::transpose_ when it flips it (one pass, or two when

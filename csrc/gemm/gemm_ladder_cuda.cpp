@@ -69,6 +69,11 @@
 //                          mat2 row-major) loaded into wgmma's register operand, not transposed
 //   tc:final               the dispatcher's choice (what mm runs for these dtypes)
 //
+// The few-row ladder (bf16, fp16; at most 16 rows of output, or columns; both operands K-major:
+// a decode step's linear), run through tc_gemm_cuda (gemm/gemv/gemv.h has what each step buys):
+//   gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k, gemv:mma[:s<splits>][:u<2|4>]
+//   gemv:final             the dispatcher's choice (the same as tc:final)
+//
 // Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
 // extra passes over ATen's headers. Empty in a build without CUDA.
 #ifdef CUDASTEPS_WITH_CUDA
@@ -112,7 +117,8 @@ const char* kLadderNames =
     "cfg:<name>[:s<splits>|:sk|:sk<splits>], tc:mma, "
     "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
     "tc:ws_persistent[:bn<128|256>][:s<splits>], tc:ws_multicast, tc:ws_pingpong, tc:ws_tf32_rs, "
-    "tc:final";
+    "tc:final, gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k, "
+    "gemv:mma[:s<splits>][:u<2|4>], gemv:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
 TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
@@ -184,12 +190,64 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config, tuning);
 }
 
+// The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1) and u2 or u4, ':'-separated.
+TcTuning parse_gemv_tuning(const std::string& fields, const std::string& variant) {
+  TcTuning t;
+  size_t pos = 0;
+  while (pos <= fields.size()) {
+    const size_t end = std::min(fields.find(':', pos), fields.size());
+    const std::string f = fields.substr(pos, end - pos);
+    const std::string digits = f.empty() ? "" : f.substr(1);
+    const bool number = !digits.empty() && digits.size() <= 3 &&
+                        digits.find_first_not_of("0123456789") == std::string::npos;
+    const int value = number ? std::stoi(digits) : 0;
+    const bool is_s = f[0] == 's' && value >= 1;
+    const bool is_u = f[0] == 'u' && (value == 2 || value == 4);
+    CUDASTEPS_CHECK(number && (is_s || is_u), kOp, "tuning fields of '", variant,
+                    "' must be s<splits> (splits >= 1) and u2 or u4, got '", f, "'");
+    (is_s ? t.splits : t.unroll) = value;
+    pos = end + 1;
+  }
+  return t;
+}
+
+at::Tensor ladder_gemv(const at::Tensor& self, const at::Tensor& mat2, const std::string& variant) {
+  const auto dtype = self.scalar_type();
+  CUDASTEPS_CHECK(dtype == at::kHalf || dtype == at::kBFloat16, kOp,
+                  "self must be bfloat16 or float16 for variant '", variant, "', got ", dtype);
+  const std::string step = variant.substr(5);
+  TcKernel kernel;
+  TcTuning tuning;
+  if (step == "warp_row") {
+    kernel = TcKernel::kGemvWarpRow;
+  } else if (step == "vec16") {
+    kernel = TcKernel::kGemvVec16;
+  } else if (step == "rows_in_flight") {
+    kernel = TcKernel::kGemvRowsInFlight;
+  } else if (step == "split_k") {
+    kernel = TcKernel::kGemvSplitK;
+  } else if (step == "mma") {
+    kernel = TcKernel::kGemvMma;
+  } else if (step.rfind("mma:", 0) == 0) {
+    // Sweeps: gemv:mma:s<splits> forces the blocks that share K, u<2|4> the chunks each warp
+    // keeps in flight.
+    kernel = TcKernel::kGemvMma;
+    tuning = parse_gemv_tuning(step.substr(4), variant);
+  } else {
+    CUDASTEPS_CHECK(step == "final", kOp, "variant must be one of ", kLadderNames, ", got '",
+                    variant, "'");
+    kernel = TcKernel::kAuto;
+  }
+  return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, -1, tuning);
+}
+
 at::Tensor ladder_mm_cuda(const at::Tensor& self, const at::Tensor& mat2,
                           c10::string_view variant_sv) {
   const std::string variant(variant_sv);
   check_mm_pair(self, mat2, kOp, "self", "mat2");
   check_device_type(self, c10::DeviceType::CUDA, kOp, "self");
   if (variant.rfind("tc:", 0) == 0) return ladder_tc(self, mat2, variant);
+  if (variant.rfind("gemv:", 0) == 0) return ladder_gemv(self, mat2, variant);
   CUDASTEPS_CHECK(self.scalar_type() == at::kFloat, kOp, "self must be float32, got ",
                   self.scalar_type());
 

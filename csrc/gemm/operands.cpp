@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "common/autograd.h"
+#include "common/typed_op.h"
 #include "common/launch.cuh"
 #include "gemm/gemm_cuda.h"
 
@@ -37,6 +37,17 @@ TcOperand tc_operand(const at::Tensor& t, bool is_b) {
   const int64_t contiguous = o.col_major ? t.size(0) : t.size(1);
   if (stepped <= 1) r.ld = padded_ld(contiguous, t.element_size());
   return r;
+}
+
+void tc_vector_as_k_major(TcOperand& o, bool is_b) {
+  const at::Tensor& t = o.holder;
+  const int64_t mn = is_b ? t.size(1) : t.size(0);
+  const int64_t k = is_b ? t.size(0) : t.size(1);
+  const int64_t k_stride = is_b ? t.stride(0) : t.stride(1);
+  if (!o.k_major && mn == 1 && (k_stride == 1 || k <= 1)) {
+    o.k_major = true;
+    o.ld = padded_ld(k, t.element_size());
+  }
 }
 
 bool tc_operand_aligned(const TcOperand& o, int64_t elem_bytes) {

@@ -1,7 +1,7 @@
 // sum: argument checks and the choice of memory shape (reduce.h), shared by CPU and CUDA.
 #include <algorithm>
 
-#include "common/autograd.h"
+#include "common/typed_op.h"
 #include "reduce/reduce.h"
 
 namespace cudasteps {

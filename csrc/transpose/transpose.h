@@ -1,5 +1,5 @@
 // Host logic shared by the CPU and CUDA transpose kernels: argument checks and the normalization
-// of any input layout to the one problem the kernels solve.
+// of any input layout to the one problem the kernels solve (TransposeProblem, problem.h).
 //
 // The kernels solve: `batch` matrices of rows x cols (M x N), input element (b, r, c) at
 //   in + b * in_batch_stride + r * in_row_stride + c        (unit column stride)
@@ -18,18 +18,11 @@
 
 #include <cstdint>
 
-#include "common/autograd.h"
+#include "common/typed_op.h"
 #include "common/checks.h"
+#include "transpose/problem.h"
 
 namespace cudasteps {
-
-struct TransposeProblem {
-  int64_t batch;            // number of matrices (product of the leading dims)
-  int64_t rows;             // M: input rows = output columns
-  int64_t cols;             // N: input columns = output rows
-  int64_t in_batch_stride;  // elements between matrices of the input
-  int64_t in_row_stride;    // elements between input rows (column stride is 1)
-};
 
 // `name` is the input's schema argument: `self` of transpose, `src` of transpose_.
 inline void check_transpose_input(const at::Tensor& in, const char* op, const char* name) {

@@ -122,6 +122,20 @@ TC_HOPPER_STEPS = (
 # transposing it. tc:final runs it for such TF32 products when the output needs no split-K.
 TC_TF32_STEPS = ("tc:ws_tf32_rs",)
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+# The few-row ladder (bf16 / fp16 products whose output has at most GEMV_MAX_TOKENS rows or
+# columns, both operands K-major: a decode step's ``linear``), naive first; ``gemv:final`` is what
+# mm / linear run for such products. Every step needs compute capability 8.0 (the mma step's
+# mma.sync). ``gemv:mma:s<splits>:u<2|4>`` (either field optional) forces the blocks that share K
+# and the 64-wide chunks of K each warp loads before it multiplies (for sweeps).
+GEMV_LADDER = (
+    "gemv:warp_row",
+    "gemv:vec16",
+    "gemv:rows_in_flight",
+    "gemv:split_k",
+    "gemv:mma",
+    "gemv:final",
+)
+GEMV_MAX_TOKENS = 16
 
 _COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
 
@@ -169,6 +183,10 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     or float32 computed in TF32 whatever torch's switch says; any layout. For tuning sweeps,
     ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
     kernel's tile width (128 x 128 or 128 x 256) and split-K factor (capped at the k-tiles and 16).
+    Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
+    ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
+    linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte
+    aligned.
     """
     return _ops.ladder_mm(a, b, variant)
 
@@ -259,9 +277,12 @@ def _linear_fake(input, weight, bias=None):
 def _ladder_mm_fake(a, b, variant):
     _check_pair(a, b, "ladder_mm", "self", "mat2")
     _checks.check(
-        variant in LADDER or variant.startswith("cfg:") or variant.startswith("tc:"),
+        variant in LADDER
+        or variant.startswith("cfg:")
+        or variant.startswith("tc:")
+        or variant.startswith("gemv:"),
         "ladder_mm",
-        f"variant must be one of {', '.join(LADDER + TC_LADDER)}, cfg:<name>[:s<splits>], "
-        f"tc:cp_async_cfg:<name>, got '{variant}'",
+        f"variant must be one of {', '.join(LADDER + TC_LADDER + GEMV_LADDER)}, "
+        f"cfg:<name>[:s<splits>], tc:cp_async_cfg:<name>, gemv:mma:s<splits>:u<2|4>, got '{variant}'",
     )
     return a.new_empty((a.shape[0], b.shape[1]))

@@ -3,8 +3,9 @@
 // launch_streamk) and the table entry that points to them (ConfigEntry, entry<>). The templates
 // are instantiated in the inst_*.cu units, a few configs each, so that a parallel build compiles
 // them side by side; the extern declarations at the end keep every other unit from instantiating
-// them again. The table itself, the measured dispatch table and the choice among them are
-// dispatch.cu's. No ATen header here: it would cost every instantiation unit about 20 s of
+// them again. ConfigEntry and smem_fits are in launch.h, which the host code reads too; the table
+// itself is dispatch_kernels.cu's, the measured dispatch table and the choice among them
+// dispatch.cpp's. No ATen header here: it would cost every instantiation unit about 20 s of
 // compile time.
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include "common/launch.cuh"
 #include "gemm/sgemm/kernel.cuh"
+#include "gemm/sgemm/launch.h"
 #include "gemm/tc/common.cuh"
 
 namespace cudasteps {
@@ -47,12 +49,6 @@ using CfgRingWideRowFma = TileConfig<128, 256, 8, 64, 64, 8, 16, 3, true, 1, 8, 
 using CfgRingTall =
     TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1, kRingTallSerpentine>;
 using CfgRingTallRowFma = TileConfig<256, 128, 8, 64, 64, 16, 8, 3, true, 1, 8, 3, 2, 1>;
-
-// Whether this device gives a block `bytes` of shared memory (the ring's stages and the blocked
-// sums' totals: 168 KB for 256x128, more than an A100's 163 KB).
-inline bool smem_fits(size_t bytes) {
-  return smem_per_block_optin() >= bytes;
-}
 
 // A launch's dynamic shared memory (with the blocked sums' totals when they are on), after
 // configuring the kernel once per device: the dynamic shared memory above 48 KiB (for the ring,
@@ -134,20 +130,6 @@ void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, bool swapped
                decltype(t)::value>(p, splits, stream);
   });
 }
-
-struct ConfigEntry {
-  const char* name;
-  int bm, bn, bk;
-  int min_blocks;
-  // The ring's shared memory with the blocked sums' totals (0: not a ring config).
-  size_t sum_smem_bytes;
-  // Runs aligned NN products swapped (gemm_cuda); other layouts as the config without it.
-  bool swap_nn;
-  void (*launch)(const SgemmParams&, bool, bool, bool, bool, int, cudaStream_t);
-  // The stream-K tail (the ring configs), or nullptr.
-  void (*launch_streamk)(const SgemmParams&, const StreamKParams&, bool, bool, bool, bool,
-                         cudaStream_t);
-};
 
 template <class Cfg, bool SwapNN = false>
 constexpr ConfigEntry entry(const char* name) {

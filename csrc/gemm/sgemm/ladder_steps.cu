@@ -14,17 +14,21 @@
 //   vectorized     + 16-byte global loads, A stored transposed in shared memory, LDS.128 reads
 //                  (sgemm/kernel.cuh with WarpTile = false, Stages = 1).
 //   warptile       + the warp-tiled thread layout (conflict-free LDS.128, 4x4 sub-tiles), BK = 16.
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
+//
+// This unit: the kernels and their launcher (launch_sgemm_ladder_step, launch.h). The host side
+// (output, device guard, stream: sgemm_ladder_step_cuda) is in dispatch.cpp. No ATen header here
+// (launch.h says why).
+#include <c10/cuda/CUDAException.h>
 
 #include <climits>
+#include <cstdint>
 #include <string>
 
-#include "common/checks.h"
+#include "common/error.h"
 #include "common/launch.cuh"
 #include "common/vec.cuh"
-#include "gemm/gemm_cuda.h"
 #include "gemm/sgemm/kernel.cuh"
+#include "gemm/sgemm/launch.h"
 
 namespace cudasteps {
 namespace gemm {
@@ -172,14 +176,14 @@ using CfgVectorized = TileConfig<128, 128, 8, 128, 128, 8, 8, 1, false, 2, 1>;
 using CfgWarptile = TileConfig<128, 128, 16, 64, 32, 8, 8, 1, true, 2, 1>;
 
 template <class Cfg>
-void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaStream_t stream) {
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+void launch_tiles(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K,
+                  cudaStream_t stream) {
   SgemmParams p{};
-  p.a = a.const_data_ptr<float>();
-  p.b = b.const_data_ptr<float>();
+  p.a = a;
+  p.b = b;
   p.lda = K;
   p.ldb = N;
-  p.out = c.data_ptr<float>();
+  p.out = c;
   p.alpha = 1.f;
   p.beta = 0.f;
   p.M = M;
@@ -198,21 +202,10 @@ void launch_tiles(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, cudaS
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-
 }  // namespace
 
-at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2,
-                                  const std::string& variant) {
-  const int64_t M = self.size(0), K = self.size(1), N = mat2.size(1);
-  at::Tensor out = at::empty({M, N}, self.options());
-  if (M == 0 || N == 0) return out;
-  if (K == 0) return out.zero_();
-  const c10::cuda::CUDAGuard guard(self.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const float* a = self.const_data_ptr<float>();
-  const float* b = mat2.const_data_ptr<float>();
-  float* c = out.data_ptr<float>();
-
+void launch_sgemm_ladder_step(const std::string& variant, const float* a, const float* b, float* c,
+                              int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   auto grid_for = [&](int64_t tm, int64_t tn, int64_t& tiles_n) {
     tiles_n = ceil_div<int64_t>(N, tn);
     const int64_t tiles = ceil_div<int64_t>(M, tm) * tiles_n;
@@ -242,12 +235,11 @@ at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else if (variant == "vectorized") {
     grid_for(CfgVectorized::BM, CfgVectorized::BN, tiles_n);
-    launch_tiles<CfgVectorized>(self, mat2, out, stream);
+    launch_tiles<CfgVectorized>(a, b, c, M, N, K, stream);
   } else {
     grid_for(CfgWarptile::BM, CfgWarptile::BN, tiles_n);
-    launch_tiles<CfgWarptile>(self, mat2, out, stream);
+    launch_tiles<CfgWarptile>(a, b, c, M, N, K, stream);
   }
-  return out;
 }
 
 }  // namespace gemm

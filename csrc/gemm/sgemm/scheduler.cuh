@@ -1,6 +1,6 @@
 // The SGEMM's tile scheduler: the grouped order in which blocks take output tiles (tile_origin),
 // and the stream-K tail, which shares the last, partial wave's K iterations over all SMs
-// (StreamKParams and the range of each block).
+// (the range of each block; StreamKParams is in tile_config.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,15 +37,7 @@ __device__ __forceinline__ void tile_origin(const SgemmParams& p, int tile, int6
 // next. Each part's partial sums go to one of the block's two workspace slots; the block that
 // writes a tile's last part adds up the tile's parts in block order (deterministic: the same order
 // whichever block comes last; no floating-point atomics; no block waits on another) and stores it.
-struct StreamKParams {
-  int dp_tiles;        // tiles [0, dp_tiles) are sgemm_kernel's; the tail is [dp_tiles, T)
-  int blocks;          // blocks sharing the tail: from the tail's tile count up to iters (so
-                       // that no block's range is empty)
-  int iters_per_tile;  // ceil(K / BK)
-  int64_t iters;       // tail * iters_per_tile
-  float* workspace;    // blocks * 2 slots of BM * BN floats
-  int* counters;       // parts written, one per tail tile, zero before the launch
-};
+// Its parameters, StreamKParams, are in tile_config.cuh beside SgemmParams (host code fills them).
 
 // First tail iteration of block b's range.
 __host__ __device__ __forceinline__ int64_t streamk_begin(const StreamKParams& sk, int b) {

@@ -1,6 +1,8 @@
 // The SGEMM's compile-time tile configuration (TileConfig: block, warp and thread tiles, pipeline
-// stages, copy grouping, FFMA order) and its run-time parameters (SgemmParams), shared by the
-// loaders, the kernel, the epilogue and the configs that instantiate them (configs.cuh).
+// stages, copy grouping, FFMA order) and its run-time parameters (SgemmParams, StreamKParams),
+// shared by the loaders, the kernel, the epilogue and the configs that instantiate them
+// (configs.cuh). Plain C++ (no device code, no ATen): host units fill the parameters too
+// (dispatch.cpp, through launch.h).
 #pragma once
 
 #include <cstdint>
@@ -101,6 +103,18 @@ struct SgemmParams {
   // The ring: slices per block of the blocked sums (0: one running sum; else the kernel is
   // launched with kSumBytes more shared memory).
   int sum_block_slices;
+};
+
+// The stream-K tail's parameters (scheduler.cuh tells the story): which tiles sgemm_kernel runs
+// and how sgemm_streamk_kernel's blocks share the rest.
+struct StreamKParams {
+  int dp_tiles;        // tiles [0, dp_tiles) are sgemm_kernel's; the tail is [dp_tiles, T)
+  int blocks;          // blocks sharing the tail: from the tail's tile count up to iters (so
+                       // that no block's range is empty)
+  int iters_per_tile;  // ceil(K / BK)
+  int64_t iters;       // tail * iters_per_tile
+  float* workspace;    // blocks * 2 slots of BM * BN floats
+  int* counters;       // parts written, one per tail tile, zero before the launch
 };
 
 }  // namespace gemm

@@ -1,7 +1,9 @@
 // The tensor-core path's dispatcher (tc_gemm_cuda): which kernel runs a bf16/fp16/TF32 product
 // (the Hopper kernels of sm90/ on a compute capability 9.0 GPU and a build with them, else the
 // sm80/ kernels), and which operands must be repacked or transposed first for it to read them.
-// Also runs a forced ladder step by name (TcKernel, for ladder_mm).
+// Also runs a forced ladder step by name (TcKernel, for ladder_mm), and holds the device checks of
+// both rooms (sm80::check_device, tc_hopper_available), which read ATen's cached device properties:
+// the kernel units include no ATen header.
 //
 // Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
 // extra passes over ATen's headers. Empty in a build without CUDA.
@@ -10,8 +12,11 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
+
 #include "common/checks.h"
 #include "gemm/gemm_cuda.h"
+#include "gemm/gemv/gemv.h"
 #include "gemm/tc/tc_gemm.h"
 
 namespace cudasteps {
@@ -28,6 +33,11 @@ const char* tc_kernel_name(TcKernel k) {
     case TcKernel::kWsMulticast: return "tc:ws_multicast";
     case TcKernel::kWsPingPong: return "tc:ws_pingpong";
     case TcKernel::kWsTf32Rs: return "tc:ws_tf32_rs";
+    case TcKernel::kGemvWarpRow: return "gemv:warp_row";
+    case TcKernel::kGemvVec16: return "gemv:vec16";
+    case TcKernel::kGemvRowsInFlight: return "gemv:rows_in_flight";
+    case TcKernel::kGemvSplitK: return "gemv:split_k";
+    case TcKernel::kGemvMma: return "gemv:mma";
     default: return "tc:final";
   }
 }
@@ -38,7 +48,32 @@ bool is_hopper_kernel(TcKernel k) {
          k == TcKernel::kFinal;
 }
 
+// The few-row path's ladder steps (gemv/gemv.h), or -1 for the other kernels.
+int gemv_step_of(TcKernel k) {
+  switch (k) {
+    case TcKernel::kGemvWarpRow: return int(GemvStep::kWarpRow);
+    case TcKernel::kGemvVec16: return int(GemvStep::kVec16);
+    case TcKernel::kGemvRowsInFlight: return int(GemvStep::kRowsInFlight);
+    case TcKernel::kGemvSplitK: return int(GemvStep::kSplitK);
+    case TcKernel::kGemvMma: return int(GemvStep::kMma);
+    default: return -1;
+  }
+}
+
 }  // namespace
+
+void sm80::check_device(const char* kernel) {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  CUDASTEPS_CHECK(prop->major >= 8, "mm", kernel,
+                  " needs a GPU of compute capability 8.0 or newer (mma.sync), got ", prop->major,
+                  ".", prop->minor, " (", prop->name, ")");
+}
+
+bool tc_hopper_available() {
+  if (!tc_hopper_built()) return false;
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  return prop->major == 9 && prop->minor == 0;
+}
 
 TcType tc_type_of(at::ScalarType dtype) {
   if (dtype == at::kBFloat16) return TcType::kBF16;
@@ -69,6 +104,18 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   TcOperand a = tc_operand(a_t, false);
   TcOperand b = tc_operand(b_t, true);
 
+  // A forced few-row step (gemv:<step>) reads its operands as they are: both K-major, or
+  // gemv_launch refuses them (the dispatcher takes that path only where gemv_wanted). kFinal (the
+  // ladder's final step) and kAuto are the dispatcher's choice; it may be the few-row path,
+  // decided below once the operands are known. For either, a one-token operand whose K elements
+  // are adjacent counts as K-major, whatever its strides say of its size-1 dimension.
+  const int gemv_step = gemv_step_of(kernel);
+  const bool dispatcher_choice = kernel == TcKernel::kAuto || kernel == TcKernel::kFinal;
+  if (type != TcType::kTF32 && std::min(M, N) <= kGemvMaxTokens &&
+      (gemv_step >= 0 || dispatcher_choice)) {
+    tc_vector_as_k_major(a, false);
+    tc_vector_as_k_major(b, true);
+  }
   if (kernel == TcKernel::kAuto) {
     kernel = tc_hopper_available() ? TcKernel::kFinal : TcKernel::kCpAsync;
   }
@@ -117,6 +164,15 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   p.add_s0 = add.s0;
   p.add_s1 = add.s1;
   p.tuning = tuning;
+
+  if (gemv_step >= 0) {
+    gemv_launch(p, GemvStep(gemv_step), tuning.splits, tuning.unroll, stream);
+    return out;
+  }
+  if (dispatcher_choice && gemv_wanted(p)) {
+    gemv_launch(p, gemv_final_step(p), 0, 0, stream);
+    return out;
+  }
 
   if (is_hopper_kernel(kernel) && !tc_hopper_supports(p)) {
     // Sizes past the TMA's 32-bit coordinates: a forced ladder step refuses, the dispatcher

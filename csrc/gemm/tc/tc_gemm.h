@@ -24,9 +24,12 @@ inline int tc_elem_bytes(TcType t) { return t == TcType::kTF32 ? 4 : 2; }
 
 // Tile width and split-K factor of the Hopper persistent kernels, forced by a ladder variant
 // (tc:ws_persistent:bn<128|256>:s<splits>) for tuning sweeps; 0 lets the launcher choose.
+// The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
+// 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
 struct TcTuning {
   int bn = 0;
   int splits = 0;
+  int unroll = 0;
 };
 
 struct TcProblem {
@@ -80,9 +83,18 @@ void tc_cp_async_launch(const TcProblem& p, int config, cudaStream_t stream);
 int tc_cp_async_num_configs();
 const char* tc_cp_async_config_name(int config);
 
+namespace sm80 {
+// Refuses a GPU without mma.sync (compute capability below 8.0) for `kernel`: both launchers
+// above call it. Defined in tc/dispatch.cpp, beside ATen's cached device properties (the kernel
+// units include no ATen header).
+void check_device(const char* kernel);
+}  // namespace sm80
+
 // ---- sm_90a (wgmma, TMA), tc/sm90/; compiled only when the arch list has 9.0 ----
 
-// True when this build has the Hopper kernels and the current device is compute capability 9.0.
+// True when this build has the Hopper kernels (the sm90 room compiled for sm_90a; hopper.cu).
+bool tc_hopper_built();
+// True when tc_hopper_built() and the current device is compute capability 9.0 (tc/dispatch.cpp).
 bool tc_hopper_available();
 // True when the Hopper kernels can take `p` (tc_hopper_available(), TMA-describable operands;
 // for TF32 at least one K-major operand).

@@ -1,5 +1,6 @@
 // What both sm_80+ tensor-core kernels share on the host: the grouped tile order with its checked
-// tile count, and the device and problem checks; and the one constant of their shared-memory
+// tile count, and the problem check (the device check, check_device, is tc_gemm.h's, defined in
+// tc/dispatch.cpp beside ATen's device properties); and the one constant of their shared-memory
 // tiles (kKBytes: 64 bytes of K per tile row, so that a config has the same footprint and k-steps
 // for all three types). The ladder's story for these two steps is at the top of mma_kernel.cu.
 #pragma once
@@ -45,9 +46,6 @@ inline TileRaster make_raster(const TcProblem& p, int bm, int bn, const char* ke
   r.group = int(std::min<int64_t>(kRasterGroup, tiles_m));
   return r;
 }
-
-// Refuses a GPU without mma.sync (compute capability below 8.0) for `kernel` (mma_kernel.cu).
-void check_device(const char* kernel);
 
 inline void check_problem(const TcProblem& p, const char* kernel) {
   CUDASTEPS_CHECK(p.M > 0 && p.N > 0 && p.K > 0, kOp, kernel,

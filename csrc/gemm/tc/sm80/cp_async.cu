@@ -1,8 +1,9 @@
 // The tc:ldmatrix_cp_async step's entry points (tc_gemm.h): which operands it reads, the choice
 // of a config by the output's size, and the dispatch to the config's instantiation (cp_async.cuh,
-// inst_cp_async_*.cu).
-#include <ATen/cuda/CUDAContext.h>
-
+// inst_cp_async_*.cu). No ATen header here (a kernel unit would pay about 20 s of compile time
+// for it): the shared-memory limit comes from common/launch.cuh, the device check from
+// tc/dispatch.cpp.
+#include "common/launch.cuh"
 #include "gemm/tc/sm80/cp_async.cuh"
 
 namespace cudasteps {
@@ -22,7 +23,7 @@ int64_t tiles_of(const TcProblem& p, int config) {
 // smallest sm_80+ parts; the check keeps larger future entries safe).
 int choose_config(const TcProblem& p) {
   const int sms = sm_count();
-  const size_t smem_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  const size_t smem_limit = smem_per_block_optin();
   auto fits = [&](int c) { return kConfigSmem[c] <= smem_limit; };
   if (fits(kCfg128x256) && tiles_of(p, kCfg128x256) >= 2 * int64_t(sms)) return kCfg128x256;
   if (fits(kCfg128x128) && tiles_of(p, kCfg128x128) >= sms) return kCfg128x128;
@@ -61,7 +62,7 @@ void tc_cp_async_launch(const TcProblem& p, int config, cudaStream_t stream) {
                   "tc:ldmatrix_cp_async config index must be -1 (by shape) or in [0, ",
                   kNumConfigs, "), got ", config);
   if (config < 0) config = choose_config(p);
-  const size_t smem_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  const size_t smem_limit = smem_per_block_optin();
   CUDASTEPS_CHECK(kConfigSmem[config] <= smem_limit, sm80::kOp, "tc:ldmatrix_cp_async config ",
                   kConfigNames[config], " needs ", kConfigSmem[config],
                   " bytes of shared memory per block, this GPU allows ", smem_limit);

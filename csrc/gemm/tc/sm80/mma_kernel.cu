@@ -18,23 +18,17 @@
 // bf16/fp16, 16 for TF32), so one configuration has the same shared-memory footprint and the same
 // number of k-steps per tile (2) for all three types. Config names give the 16-bit BK.//
 // This unit: the tc:mma step. The tc:ldmatrix_cp_async step is cp_async.cuh (the kernel),
-// cp_async.cu (its configs and entry points) and the inst_cp_async_*.cu units.
-#include <ATen/cuda/CUDAContext.h>
+// cp_async.cu (its configs and entry points) and the inst_cp_async_*.cu units. No ATen header
+// here (a kernel unit would pay about 20 s of compile time for it): the device check is
+// tc/dispatch.cpp's.
+#include <c10/cuda/CUDAException.h>
 
-#include "common/checks.h"
+#include "common/error.h"
 #include "gemm/tc/sm80/common.cuh"
 
 namespace cudasteps {
 namespace gemm {
 namespace sm80 {
-
-void check_device(const char* kernel) {
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  CUDASTEPS_CHECK(prop->major >= 8, kOp, kernel,
-                  " needs a GPU of compute capability 8.0 or newer (mma.sync), got ", prop->major,
-                  ".", prop->minor, " (", prop->name, ")");
-}
-
 namespace {
 
 // =============================================================================================

@@ -13,9 +13,9 @@
 // (cp.async copies aligned 16-byte chunks) hands them to the sgemm_kernel config with the same
 // block tile (unaligned_fallback), and a ring config takes its own scalar-copy instantiation.
 //
-// Config table: kConfigs below (sgemm_kernel), then the multistage configs of
-// multistage_configs.cu (names cp<stages>_...); the `cfg:<name>` ladder variants run each one
-// by name. The sgemm_kernel configs:
+// Config table: the sgemm_kernel configs (config_entry, in dispatch_kernels.cu), then the
+// multistage configs of multistage_configs.cu (names cp<stages>_...); the `cfg:<name>` ladder
+// variants run each one by name. The sgemm_kernel configs:
 //   128x128x8_w64x32_t8x8   the main config: 256 threads, 8x8 accumulators per thread, 2 blocks
 //                           per SM (<= 128 registers: 119-125 used, no spills in any of the 8
 //                           layout/alignment instantiations), 17 KiB shared memory per block, k loop
@@ -76,6 +76,13 @@
 // B) is read in place through registers by tc:ws_tf32_rs, where the output needs no split-K;
 // otherwise MN-major TF32 operands are written K-major into such a buffer by cudasteps::transpose_
 // (one pass when the rows need no padding; into padded rows transpose_ stages through a
+// contiguous buffer, a second pass).
+//
+// Host code only, so a C++ unit, not a CUDA one (the host compiler alone, not nvcc's extra passes
+// over ATen's headers; empty in a build without CUDA): the kernels and the config table's launch
+// entries are dispatch_kernels.cu's, reached through launch.h. Also the host side of the ladder's
+// first steps (sgemm_ladder_step_cuda; kernels in ladder_steps.cu).
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -88,9 +95,8 @@
 
 #include "common/checks.h"
 #include "common/launch.cuh"
-#include "common/vec.cuh"
 #include "gemm/gemm_cuda.h"
-#include "gemm/sgemm/configs.cuh"
+#include "gemm/sgemm/launch.h"
 #include "gemm/sgemm/multistage.h"
 
 namespace cudasteps {
@@ -106,30 +112,8 @@ bool runs_swapped(const ConfigEntry* c, bool a_k, bool b_k, bool vec) {
   return c != nullptr && c->swap_nn && a_k && !b_k && vec;
 }
 
-// The sgemm_kernel configs. Index 0 is the main config.
-const ConfigEntry kConfigs[] = {
-    entry<CfgMain>("128x128x8_w64x32_t8x8"),
-    entry<CfgBK16>("128x128x16_w64x32_t8x8"),
-    entry<CfgW32x64>("128x128x8_w32x64_t8x8"),
-    entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
-    entry<CfgMid>("128x64x16_w64x32_t8x8"),
-    entry<CfgSmall>("64x64x16_w32x32_t8x4"),
-    entry<CfgWide>("128x256x8_w64x64_t8x16"),
-    entry<CfgTall>("256x128x8_w64x64_t16x8"),
-    entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
-    entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
-    entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
-    entry<CfgRingWideRowFma>("ring3_128x256x8_w64x64_t8x16_rowfma"),
-    entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
-    entry<CfgRingTall, true>("ring3_256x128x8_w64x64_t16x8_swapnn"),
-};
-constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
-constexpr int kMainConfig = 0;
-// Smaller tiles for outputs that leave SMs idle and cannot split K (choose_config).
-constexpr int kMidConfig = 4, kSmallConfig = 5;  // 128x64x16_w64x32_t8x8, 64x64x16_w32x32_t8x4
-
-// The combined table: index i < kNumConfigs is kConfigs[i] (sgemm_kernel), the others are the
-// multistage entries ms_entry(i - kNumConfigs) (multistage_configs.cu), which include the
+// The combined table: index i < num_configs() is config_entry(i) (sgemm_kernel), the others are
+// the multistage entries ms_entry(i - num_configs()) (multistage_configs.cu), which include the
 // ladder-step configs (not listed by name: not every layout is instantiated for them).
 struct ResolvedConfig {
   const char* name;
@@ -139,20 +123,22 @@ struct ResolvedConfig {
 };
 
 ResolvedConfig resolve_config(int index) {
-  if (index < kNumConfigs) {
-    const ConfigEntry& c = kConfigs[index];
+  if (index < num_configs()) {
+    const ConfigEntry& c = config_entry(index);
     return ResolvedConfig{c.name, c.bm, c.bn, c.bk, c.min_blocks, &c, nullptr};
   }
-  const MsEntry& e = ms_entry(index - kNumConfigs);
+  const MsEntry& e = ms_entry(index - num_configs());
   return ResolvedConfig{e.name, e.bm, e.bn, e.bk, e.min_blocks, nullptr, &e};
 }
 
 // The sgemm_kernel config with the block tile of a multistage config: what runs when an operand
 // row is not 16-byte aligned (cp.async copies whole aligned 16-byte chunks).
 const ConfigEntry& unaligned_fallback(int bm, int bn) {
-  for (const ConfigEntry& c : kConfigs)
+  for (int i = 0; i < num_configs(); ++i) {
+    const ConfigEntry& c = config_entry(i);
     if (c.bm == bm && c.bn == bn) return c;
-  return kConfigs[kMainConfig];
+  }
+  return config_entry(kMainConfig);
 }
 
 // The ring configs' blocked sums: K per block. Error against float64 on an H100, as a fraction
@@ -260,57 +246,23 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
     fixup = row.fixup;
     return;
   }
-  const ConfigEntry& mid = kConfigs[kMidConfig];
+  const ConfigEntry& mid = config_entry(kMidConfig);
   const bool mid_fills = ceil_div<int64_t>(M, mid.bm) * ceil_div<int64_t>(N, mid.bn) >= sms;
   config = mid_fills ? kMidConfig : kSmallConfig;
 }
 
-// ---- float64: a simple shared-memory tiled kernel (one output per thread), any strides ----
-
-// 16 x 16 tiles: 256 threads; the +1 column removes the bank conflicts of the column reads of
-// Bs (8-byte elements: a 16-double row spans 32 banks).
-constexpr int kDTile = 16;
-
-__global__ void __launch_bounds__(kDTile* kDTile)
-    dgemm_tiled_kernel(const double* __restrict__ a, int64_t sa0, int64_t sa1,
-                       const double* __restrict__ b, int64_t sb0, int64_t sb1,
-                       double* __restrict__ out, int64_t M, int64_t N, int64_t K, double alpha,
-                       double beta, const double* __restrict__ addend, int64_t s0, int64_t s1,
-                       int64_t tiles_n) {
-  __shared__ double As[kDTile][kDTile + 1];
-  __shared__ double Bs[kDTile][kDTile + 1];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t m0 = (int64_t(blockIdx.x) / tiles_n) * kDTile;
-  const int64_t n0 = (int64_t(blockIdx.x) % tiles_n) * kDTile;
-  const int64_t m = m0 + ty, n = n0 + tx;
-  double acc = 0.0;
-  for (int64_t k0 = 0; k0 < K; k0 += kDTile) {
-    As[ty][tx] = (m < M && k0 + tx < K) ? a[m * sa0 + (k0 + tx) * sa1] : 0.0;
-    Bs[ty][tx] = (k0 + ty < K && n < N) ? b[(k0 + ty) * sb0 + n * sb1] : 0.0;
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kDTile; ++k) acc = fma(As[ty][k], Bs[k][tx], acc);
-    __syncthreads();
-  }
-  if (m < M && n < N) {
-    double v = alpha * acc;
-    if (addend != nullptr) v += beta * addend[m * s0 + n * s1];
-    out[m * N + n] = v;
-  }
-}
-
+// Split-K's ordered sum, or the K = 0 epilogue (splits = 0), the addend unpacked for the launcher.
 template <typename T>
 void launch_epilogue(const T* partial, int splits, int64_t M, int64_t N, T* out, double alpha,
                      double beta, const Addend& add, cudaStream_t stream) {
-  constexpr int kThreads = 256;
-  const auto kernel = splitk_epilogue_kernel<T>;
-  const int64_t grid = persistent_grid(kernel, kThreads, M * N, kThreads);
-  kernel<<<unsigned(grid), kThreads, 0, stream>>>(partial, splits, M, N, out, T(alpha), T(beta),
-                                                  static_cast<const T*>(add.ptr), add.s0, add.s1);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_splitk_epilogue<T>(partial, splits, M, N, out, alpha, beta,
+                            static_cast<const T*>(add.ptr), add.s0, add.s1, stream);
 }
 
-bool rows_16b_aligned(const Operand& o) { return is_aligned(o.ptr, 16) && o.ld % 4 == 0; }
+// The base 16-byte aligned and every row on a 16-byte boundary (ld a multiple of 4 floats).
+bool rows_16b_aligned(const Operand& o) {
+  return tc_rows_16b_aligned(o.ptr, o.ld, sizeof(float));
+}
 
 // Repacking unaligned operands for the multistage kernel pays when the product's FLOPs are at least
 // this many times the bytes the copies move (read + write). An H100 does ~17 FP32 FLOP per byte of
@@ -346,16 +298,16 @@ Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
 }  // namespace
 
 int find_config(const std::string& name) {
-  for (int i = 0; i < kNumConfigs; ++i)
-    if (name == kConfigs[i].name) return i;
+  for (int i = 0; i < num_configs(); ++i)
+    if (name == config_entry(i).name) return i;
   for (int i = 0; i < ms_num_entries(); ++i)
-    if (ms_entry(i).all_layouts && name == ms_entry(i).name) return kNumConfigs + i;
+    if (ms_entry(i).all_layouts && name == ms_entry(i).name) return num_configs() + i;
   return -1;
 }
 
 int find_ladder_step_config(const std::string& step) {
   for (int i = 0; i < ms_num_entries(); ++i)
-    if (!ms_entry(i).all_layouts && step == ms_entry(i).name) return kNumConfigs + i;
+    if (!ms_entry(i).all_layouts && step == ms_entry(i).name) return num_configs() + i;
   return -1;
 }
 
@@ -363,9 +315,9 @@ int main_config() { return kMainConfig; }
 
 std::string config_names() {
   std::string names;
-  for (int i = 0; i < kNumConfigs; ++i) {
+  for (int i = 0; i < num_configs(); ++i) {
     if (i) names += ", ";
-    names += kConfigs[i].name;
+    names += config_entry(i).name;
   }
   for (int i = 0; i < ms_num_entries(); ++i)
     if (ms_entry(i).all_layouts) names += std::string(", ") + ms_entry(i).name;
@@ -406,15 +358,10 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   }
 
   if (!is_float) {
-    const int64_t tiles_n = ceil_div<int64_t>(N, kDTile);
-    const int64_t tiles = ceil_div<int64_t>(M, kDTile) * tiles_n;
-    CUDASTEPS_CHECK(tiles <= INT_MAX, "mm", "the float64 output [", M, ", ", N,
-                    "] must have at most 2^31 - 1 tiles of 16 x 16, got ", tiles);
-    dgemm_tiled_kernel<<<unsigned(tiles), dim3(kDTile, kDTile), 0, stream>>>(
-        a_t.const_data_ptr<double>(), a_t.stride(0), a_t.stride(1), b_t.const_data_ptr<double>(),
-        b_t.stride(0), b_t.stride(1), out.data_ptr<double>(), M, N, K, alpha, beta,
-        static_cast<const double*>(add.ptr), add.s0, add.s1, tiles_n);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_dgemm_tiled(a_t.const_data_ptr<double>(), a_t.stride(0), a_t.stride(1),
+                       b_t.const_data_ptr<double>(), b_t.stride(0), b_t.stride(1),
+                       out.data_ptr<double>(), M, N, K, alpha, beta,
+                       static_cast<const double*>(add.ptr), add.s0, add.s1, stream);
     return out;
   }
 
@@ -559,5 +506,20 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   return out;
 }
 
+at::Tensor sgemm_ladder_step_cuda(const at::Tensor& self, const at::Tensor& mat2,
+                                  const std::string& variant) {
+  const int64_t M = self.size(0), K = self.size(1), N = mat2.size(1);
+  at::Tensor out = at::empty({M, N}, self.options());
+  if (M == 0 || N == 0) return out;
+  if (K == 0) return out.zero_();
+  const c10::cuda::CUDAGuard guard(self.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  launch_sgemm_ladder_step(variant, self.const_data_ptr<float>(), mat2.const_data_ptr<float>(),
+                           out.data_ptr<float>(), M, N, K, stream);
+  return out;
+}
+
 }  // namespace gemm
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

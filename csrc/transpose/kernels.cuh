@@ -1,4 +1,5 @@
-// CUDA transpose: (..., M, N) -> contiguous (..., N, M), through a swizzled shared-memory tile.
+// CUDA transpose kernels: (..., M, N) -> contiguous (..., N, M), through a swizzled shared-memory
+// tile.
 //
 // Final kernel (transpose_final_kernel). The matrix is moved in *words*: what one thread loads or
 // stores in one global access.
@@ -37,20 +38,21 @@
 //   smem       32x32 tile, 32x8 threads, tile[32][32]: 32-way conflicts on the column read
 //   padded     same, tile[32][33]: row r starts at bank r, so the column read is conflict-free
 //   final      the kernel above
+//
+// Device code only, and light (CUDA's runtime, nothing of ATen): its unit (launchers.cu) would
+// otherwise pay about 20 s of compile time for ATen's headers. The launchers are launchers.cu's,
+// the choice among them (word width, ladder step) transpose_cuda.cpp's.
+#pragma once
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
 #include "common/launch.cuh"
-#include "common/vec.cuh"
-#include "transpose/transpose.h"
+#include "transpose/problem.h"
 
 namespace cudasteps {
-namespace {
+namespace transpose {
 
 constexpr int kWarp = 32;
 // Block of 32 x 8 threads: x is the lane (one word column), y steps over micro-block rows.
@@ -176,79 +178,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename Elem, typename Word, int kMicroRows>
-void launch_final(const at::Tensor& out, const at::Tensor& self, const TransposeProblem& p,
-                  cudaStream_t stream) {
-  constexpr int K = int(sizeof(Word) / sizeof(Elem));
-  const int64_t tiles_rows = ceil_div<int64_t>(p.rows, int64_t(kMicroRows) * K);
-  const int64_t tiles_cols = ceil_div<int64_t>(p.cols, int64_t(kTileWordCols) * K);
-  const int64_t n_tiles = tiles_rows * tiles_cols * p.batch;
-  const dim3 block(kThreadsX, kThreadsY);
-  const unsigned grid = unsigned(std::min(n_tiles, kMaxGridX));
-  transpose_final_kernel<Elem, Word, kMicroRows><<<grid, block, 0, stream>>>(
-      static_cast<const Elem*>(self.const_data_ptr()), static_cast<Elem*>(out.data_ptr()), p,
-      tiles_rows, tiles_cols);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// Micro-block rows per tile: 32, so each thread issues 4 x K word loads before its first shared
-// store.
-constexpr int kMicroRows = 32;
-
-// Word width. A warp's load is 32 words of one input row, so 8-byte words move 256-byte row
-// segments and 4-byte words 128-byte ones. Measured on the H100 at 8192^2 (first GPU run):
-// fp64 (8-byte words) reached 96% of copy bandwidth while fp32 in 4-byte words reached 68% and
-// bf16 in packed 4-byte words 69%, so 4- and 2-byte elements travel packed in 8-byte words
-// (K = 2 or 4 per word) whenever the layout allows it.
-//
-// True when elements of `self` can travel packed, `word_bytes` per access: every row and the
-// batch stride hold whole words, and both pointers are word-aligned.
-bool packable(const at::Tensor& self, const TransposeProblem& p, const at::Tensor& out,
-              int word_bytes) {
-  const int64_t k = word_bytes / self.element_size();
-  return p.rows % k == 0 && p.cols % k == 0 && p.in_row_stride % k == 0 &&
-         (p.batch == 1 || p.in_batch_stride % k == 0) && is_aligned(self.const_data_ptr(), word_bytes) &&
-         is_aligned(out.data_ptr(), word_bytes);
-}
-
-void run_cuda_kernel(const at::Tensor& out, const at::Tensor& self, const TransposeProblem& p) {
-  const c10::cuda::CUDAGuard guard(self.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  switch (self.element_size()) {
-    case 1:
-      if (packable(self, p, out, 4)) return launch_final<uint8_t, uint32_t, kMicroRows>(out, self, p, stream);
-      return launch_final<uint8_t, uint8_t, kMicroRows>(out, self, p, stream);
-    case 2:
-      if (packable(self, p, out, 8)) return launch_final<uint16_t, uint64_t, kMicroRows>(out, self, p, stream);
-      if (packable(self, p, out, 4)) return launch_final<uint16_t, uint32_t, kMicroRows>(out, self, p, stream);
-      return launch_final<uint16_t, uint16_t, kMicroRows>(out, self, p, stream);
-    case 4:
-      if (packable(self, p, out, 8)) return launch_final<uint32_t, uint64_t, kMicroRows>(out, self, p, stream);
-      return launch_final<uint32_t, uint32_t, kMicroRows>(out, self, p, stream);
-    case 8: return launch_final<uint64_t, uint64_t, kMicroRows>(out, self, p, stream);
-    default: TORCH_INTERNAL_ASSERT(false, "element size checked before");
-  }
-}
-
-// Data pointers of allocations and of element-offset views are aligned to the element size; the
-// kernels need no more (packing checks its own 4-byte alignment).
-struct ElemAligned {
-  int64_t elem_bytes;
-  bool operator()(const void* ptr) const { return is_aligned(ptr, int(elem_bytes)); }
-};
-
-at::Tensor transpose_cuda(const at::Tensor& self) {
-  check_transpose_input(self, "transpose", "self");
-  at::Tensor out = at::empty(transposed_shape(self), self.options().memory_format(at::MemoryFormat::Contiguous));
-  transpose_into(out, self, run_cuda_kernel, ElemAligned{self.element_size()});
-  return out;
-}
-
-void transpose__cuda(at::Tensor& out, const at::Tensor& src) {
-  check_transpose_out(out, src);
-  transpose_into(out, src, run_cuda_kernel, ElemAligned{src.element_size()});
-}
-
 // ---- Ladder (fp32, contiguous (..., M, N)) ------------------------------------------------------
 
 constexpr int kNaiveThreads = 256;
@@ -336,55 +265,5 @@ __global__ void __launch_bounds__(kThreads)
   transpose_tile32<1>(in, out, batch, M, N);
 }
 
-at::Tensor ladder_transpose_cuda(const at::Tensor& self, c10::string_view variant) {
-  constexpr const char* op = "ladder_transpose";
-  const bool known = variant == "naive_row" || variant == "naive_col" || variant == "smem" ||
-                     variant == "padded" || variant == "final";
-  CUDASTEPS_CHECK(known, op, "variant must be one of naive_row, naive_col, smem, padded, final, got '",
-                  std::string(variant), "'");
-  if (variant == "final") return transpose_cuda(self);
-  check_min_dim(self, 2, op, "self");
-  CUDASTEPS_CHECK(self.scalar_type() == at::kFloat, op, "self must be Float for variant '",
-                  std::string(variant), "' (only 'final' takes other dtypes), got ",
-                  self.scalar_type());
-  CUDASTEPS_CHECK(self.is_contiguous(), op, "self must be contiguous, got strides ", self.strides());
-  at::Tensor out = at::empty(transposed_shape(self), self.options().memory_format(at::MemoryFormat::Contiguous));
-  const int64_t numel = self.numel();
-  if (numel == 0) return out;
-  const c10::cuda::CUDAGuard guard(self.device());
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const int64_t M = self.size(-2);
-  const int64_t N = self.size(-1);
-  const int64_t batch = numel / (M * N);
-  const float* in = self.const_data_ptr<float>();
-  float* dst = out.data_ptr<float>();
-  if (variant == "naive_row" || variant == "naive_col") {
-    const unsigned grid = unsigned(std::min(ceil_div<int64_t>(numel, kNaiveThreads), kMaxGridX));
-    if (variant == "naive_row") {
-      transpose_naive_row_kernel<<<grid, kNaiveThreads, 0, stream>>>(in, dst, M, N, numel);
-    } else {
-      transpose_naive_col_kernel<<<grid, kNaiveThreads, 0, stream>>>(in, dst, M, N, numel);
-    }
-  } else {
-    const int64_t tiles = ceil_div<int64_t>(M, kTile) * ceil_div<int64_t>(N, kTile) * batch;
-    const unsigned grid = unsigned(std::min(tiles, kMaxGridX));
-    const dim3 block(kTile, kThreadsY);
-    if (variant == "smem") {
-      transpose_smem_kernel<<<grid, block, 0, stream>>>(in, dst, batch, M, N);
-    } else {
-      transpose_padded_kernel<<<grid, block, 0, stream>>>(in, dst, batch, M, N);
-    }
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
-  m.impl("transpose", &transpose_cuda);
-  m.impl("transpose_", &transpose__cuda);
-  m.impl("ladder_transpose", &ladder_transpose_cuda);
-}
-
+}  // namespace transpose
 }  // namespace cudasteps

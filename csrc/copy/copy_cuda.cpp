@@ -1,45 +1,63 @@
-// CUDA copy: 16-byte vectorized, grid sized from the SM count, with a scalar head and tail.
+// CUDA copy, copy_ and ladder_copy: the host side of the copy family. Checks the arguments
+// (copy.h), picks the path for the layouts, allocates the output and calls the launchers of
+// launch.h on the current stream; registers the ops for the CUDA key.
 //
-// The final kernel (copy_vec16_kernel) moves bytes, so one kernel serves every dtype. SASS check
-// (cuobjdump --dump-sass, sm_90): the aligned instantiation issues LDG.E.128 and STG.E.128.
+// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (copy_bytes_cuda); a transposed
+// view of a contiguous tensor goes to the transpose kernel (copy.h); other strided inputs copied
+// into a contiguous output go to the row kernel (innermost dim contiguous) or the gather kernel
+// (innermost dim strided), copy_strided_rows; anything else (a strided output) to the generic
+// strided kernel, one element per index step.
 //
-// Alignment. The output is walked in 16-byte chunks aligned in the *output*; the first up to 15
-// bytes (head) and the last up to 15 (tail) are copied byte by byte. When the input is misaligned
-// relative to the output (a view with a storage offset, say x[1:] of fp32, which sits 4 bytes past
-// a 16-byte boundary) each 16-byte chunk is loaded as the widest words the input address allows
-// (4 x 4 bytes for that fp32 view) and still stored as one 16-byte access. The warp's loads then
-// touch the same 128-byte lines as aligned loads would, so DRAM traffic is unchanged.
-//
-// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (above); a transposed view of a
-// contiguous tensor goes to the transpose kernel (copy.h); other strided inputs copied into a
-// contiguous output go to the row kernel (innermost dim contiguous) or the gather kernel
-// (innermost dim strided), see "Strided views: rows"; anything else (a strided output) to the
-// generic strided kernel, one element per index step.
-//
-// Units: kernels.cuh (the kernels), rows.cuh with copy_rows_cuda.cu and copy_gather_cuda.cu
-// (strided views row by row), this one (the ops and the ladder).
+// Units: kernels.cuh (the kernels, the ladder's among them) with copy_kernels_cuda.cu (their
+// launchers), rows.cuh with copy_rows_cuda.cu and copy_gather_cuda.cu (strided views row by row),
+// launch.h (the launchers they all define), this one (the ops and the ladder).
 //
 // Ladder (ladder_copy): scalar (one element per thread, one thread per element) -> grid_stride
 // (a grid of one wave, each thread loops) -> vec16_persistent (16-byte accesses, still one wave
 // of blocks looping) -> vec16 (the same kernel with one block per 8 KiB tile, in address order).
+//
+// Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
+// extra passes over ATen's headers. Empty in a build without CUDA.
+#ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <string>
+#include <utility>
 
-#include "common/launch.cuh"
+#include "common/error.h"
 #include "common/strided.h"
-#include "common/vec.cuh"
+#include "common/strided_tensors.h"
 #include "copy/copy.h"
-#include "copy/kernels.cuh"
+#include "copy/launch.h"
 
 namespace cudasteps {
 namespace {
+
+// Dispatches on the element size: copy moves bytes, so dtypes of equal size share a kernel.
+template <template <int> class Launcher, typename... Args>
+void dispatch_elem_bytes(int64_t elem_bytes, const char* op, Args&&... args) {
+  switch (elem_bytes) {
+    case 1: return Launcher<1>::run(std::forward<Args>(args)...);
+    case 2: return Launcher<2>::run(std::forward<Args>(args)...);
+    case 4: return Launcher<4>::run(std::forward<Args>(args)...);
+    case 8: return Launcher<8>::run(std::forward<Args>(args)...);
+    case 16: return Launcher<16>::run(std::forward<Args>(args)...);
+    default: CUDASTEPS_CHECK(false, op, "unsupported element size ", elem_bytes);
+  }
+}
+
+template <int ElemBytes>
+struct StridedCopy {
+  static void run(const at::Tensor& in, at::Tensor& out, cudaStream_t stream) {
+    const StridedPair layout = make_strided_pair(out, in, "copy");
+    launch_copy_strided<ElemBytes>(static_cast<const uint8_t*>(in.const_data_ptr()),
+                                   static_cast<uint8_t*>(out.data_ptr()), layout, in.numel(),
+                                   stream);
+  }
+};
 
 // Both tensors dense with the same strides: their bytes line up one to one.
 bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
@@ -55,7 +73,9 @@ void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
     copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), in.numel() * in.element_size(), stream);
   } else if (out.is_contiguous() && is_transposed_contiguous(in)) {
     copy_transposed_view(out, in);
-  } else if (!(out.is_contiguous() && copy_strided_rows(out, in, stream))) {
+  } else if (!(out.is_contiguous() &&
+                copy_strided_rows(make_strided_pair(out, in, "copy"), in.element_size(),
+                                  in.const_data_ptr(), out.data_ptr(), stream))) {
     dispatch_elem_bytes<StridedCopy>(in.element_size(), "copy", in, out, stream);
   }
 }
@@ -72,44 +92,19 @@ void copy__cuda(at::Tensor& out, const at::Tensor& src) {
 
 // ---- Ladder -------------------------------------------------------------------------------------
 
-// Step 1: one thread per element, one element per thread: a grid of numel / 512 blocks, each
-// moving only 2 KiB of fp32 with 4-byte accesses.
-template <int ElemBytes>
-__global__ void copy_scalar_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
-                                   int64_t numel) {
-  using W = typename Word<ElemBytes>::type;
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < numel) reinterpret_cast<W*>(dst)[i] = reinterpret_cast<const W*>(src)[i];
-}
-
-// Step 2: a grid of one wave (sized from the SM count); each thread strides over the tensor.
-template <int ElemBytes>
-__global__ void __launch_bounds__(kCopyThreads)
-    copy_grid_stride_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
-                            int64_t numel) {
-  using W = typename Word<ElemBytes>::type;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += stride) {
-    reinterpret_cast<W*>(dst)[i] = reinterpret_cast<const W*>(src)[i];
-  }
-}
-
+// Step 1 (copy_scalar_kernel): one thread per element, one element per thread.
 template <int ElemBytes>
 struct LadderScalar {
   static void run(const uint8_t* src, uint8_t* dst, int64_t numel, cudaStream_t stream) {
-    const int64_t grid = ceil_div<int64_t>(numel, kCopyThreads);
-    copy_scalar_kernel<ElemBytes><<<grid, kCopyThreads, 0, stream>>>(src, dst, numel);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_copy_scalar<ElemBytes>(src, dst, numel, stream);
   }
 };
 
+// Step 2 (copy_grid_stride_kernel): a grid of one wave; each thread strides over the tensor.
 template <int ElemBytes>
 struct LadderGridStride {
   static void run(const uint8_t* src, uint8_t* dst, int64_t numel, cudaStream_t stream) {
-    const auto kernel = copy_grid_stride_kernel<ElemBytes>;
-    const int64_t grid = persistent_grid(kernel, kCopyThreads, numel, kCopyThreads);
-    kernel<<<grid, kCopyThreads, 0, stream>>>(src, dst, numel);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_copy_grid_stride<ElemBytes>(src, dst, numel, stream);
   }
 };
 
@@ -147,3 +142,5 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
 }
 
 }  // namespace cudasteps
+
+#endif  // CUDASTEPS_WITH_CUDA

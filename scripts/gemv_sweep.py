@@ -1,0 +1,75 @@
+"""Sweep the few-row (decode-sized) path against F.linear on a GPU, and print one line per shape.
+
+    python scripts/gemv_sweep.py [--tokens 1,8,16] [--weights 4096x4096,14336x4096,...]
+
+For each weight [N, K] (bf16) and token count M, it times F.linear (cuBLAS), cudasteps.linear
+(what the dispatcher runs: gemv_final_step, the split and unroll rules) and forced variants of
+the mma step (`gemv:mma:s<splits>:u<unroll>`), as the benchmark's decode rows do: CUDA-graph
+replays over input sets that rotate through more than twice the L2, interleaved with torch
+(harness.time_many_graphed). Each figure is the time per call and the weight's bytes over that
+time as a percentage of the measured copy bandwidth (read + write bytes of a large copy_), the
+memory bound of a product that reads its weight once.
+
+It is how the rules in csrc/gemm/gemv/gemv.cu (split_k for one token, four chunks in flight for
+up to 8 tokens and K <= 8192, the split over blocks) were chosen; rerun it after changing them.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cudasteps  # noqa: E402
+from cudasteps import gemm as G  # noqa: E402
+
+from benchmarks.harness import Bench  # noqa: E402
+
+DEFAULT_WEIGHTS = "4096x4096,14336x4096,4096x14336,1024x8192"
+VARIANTS = ("s1", "s1:u4", "s2:u4", "u4", "")
+
+
+def ladder(variant):
+    name = "gemv:mma" + (":" + variant if variant else "")
+    return name, lambda x, w: G.run_ladder(name, x, w.t())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tokens", default="1,8,16", help="comma-separated token counts (M)")
+    parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="comma-separated NxK weights")
+    args = parser.parse_args()
+    if not (torch.cuda.is_available() and cudasteps.cuda_available()):
+        sys.exit("gemv_sweep: needs a CUDA device and a build with the CUDA kernels")
+    bench = Bench(device=torch.device("cuda"))
+    bench.measure_ceilings()
+    copy_gbps = bench.ceilings.copy_gbps
+    print(f"{torch.cuda.get_device_name()}: copy bandwidth {copy_gbps:.0f} GB/s (read + write)")
+    for weight in args.weights.split(","):
+        n, k = (int(v) for v in weight.split("x"))
+        for m in (int(t) for t in args.tokens.split(",")):
+
+            def make(seed, m=m, n=n, k=k):
+                g = torch.Generator(device="cuda").manual_seed(seed)
+                x = torch.randn(m, k, generator=g, device="cuda").to(torch.bfloat16)
+                w = torch.randn(n, k, generator=g, device="cuda").to(torch.bfloat16)
+                return x, w
+
+            inputs = bench.rotation(make, 2 * (m * k + n * k))
+            impls = [("torch", F.linear), ("cudasteps", cudasteps.linear)]
+            impls += [ladder(v) for v in VARIANTS]
+            times = bench.time_many_graphed(impls, inputs)
+            cells = []
+            for impl, ms in times.items():
+                pct = 100.0 * (2 * n * k) / (ms * 1e6) / copy_gbps
+                cells.append(f"{impl} {ms * 1e3:.1f} us {pct:.0f}%")
+            print(f"{m:3d} x ({n}, {k}): " + " | ".join(cells), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
