@@ -1,9 +1,10 @@
 """cudasteps under DistributedDataParallel, and the drop-in modules of cudasteps.nn.
 
-CPU (CI): 2 processes with gloo, spawned by torch.multiprocessing on a free port chosen at run
-time. Checked for each model: the gradients after one DDP step equal the single-process
-gradients on the full batch; the parameters are bitwise identical across ranks after several
-steps; the cudasteps model's loss curve matches the torch.nn model's. Models:
+CPU (CI): 2 processes with gloo, spawned by torch.multiprocessing, meeting through a file store in
+a temporary directory (no TCP store: no port to race for, no store thread). Checked for each
+model: the gradients after one DDP step equal the single-process gradients on the full batch; the
+parameters are bitwise identical across ranks after several steps; the cudasteps model's loss
+curve matches the torch.nn model's. Models:
   torch          torch.nn.Linear + torch.nn.GELU (the reference)
   cudasteps_act  torch.nn.Linear(bias=False) + cudasteps.nn.BiasAct (this family's ops alone)
   cudasteps      cudasteps.nn.MLP (cudasteps.nn.Linear from the gemm family + BiasAct); runs when
@@ -14,7 +15,6 @@ cuda:1 where it exists, under autocast(bfloat16) and inside a torch.compile'd mo
 """
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -65,22 +65,15 @@ def build(impl: str, dims=DIMS, seed: int = 0) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank, world, port, backend, device_type, impls, out_dir, amp_dtype=None):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+def _worker(rank, world, backend, device_type, impls, out_dir, amp_dtype=None):
     torch.set_num_threads(1)
     if device_type == "cuda":
         torch.cuda.set_device(rank)
         device = torch.device("cuda", rank)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world)
+    store = "file://" + os.path.join(out_dir, "rendezvous")
+    dist.init_process_group(backend, init_method=store, rank=rank, world_size=world)
     x, y = train_ddp.make_data(512, DIMS[0], DIMS[-1], seed=0)
     results = {}
 
@@ -129,7 +122,7 @@ def run_ddp(backend: str, device_type: str, impls, amp_dtype=None):
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(
             _worker,
-            args=(WORLD, free_port(), backend, device_type, impls, out_dir, amp_dtype),
+            args=(WORLD, backend, device_type, impls, out_dir, amp_dtype),
             nprocs=WORLD,
             join=True,
         )

@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 from _helpers import HAS_CUDA, rel_err
-from test_ddp import free_port, linear_kernel_reason
+from test_ddp import linear_kernel_reason
 from torch import nn
 
 try:  # torch >= 2.6 exports FSDP2 here; it lived in torch.distributed._composable before
@@ -80,9 +80,7 @@ def _train(impl: str, device, rank: int, world: int, mesh) -> dict:
     return {"losses": losses, "params": params, "sharded": sharded}
 
 
-def _worker(rank, world, port, backend, device_type, impls, out_dir):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+def _worker(rank, world, backend, device_type, impls, out_dir):
     torch.set_num_threads(1)
     if device_type == "cuda":
         torch.cuda.set_device(rank)
@@ -91,7 +89,9 @@ def _worker(rank, world, port, backend, device_type, impls, out_dir):
         torch.backends.cuda.matmul.allow_tf32 = False
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world)
+    # A file store in the temporary directory (as test_ddp.py): no port to race for.
+    store = "file://" + os.path.join(out_dir, "rendezvous")
+    dist.init_process_group(backend, init_method=store, rank=rank, world_size=world)
     mesh = init_device_mesh(device_type, (world,))
     results = {impl: _train(impl, device, rank, world, mesh) for impl in impls}
     if rank == 0:
@@ -106,7 +106,7 @@ def _run(backend: str, device_type: str, impls) -> list:
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(
             _worker,
-            args=(WORLD, free_port(), backend, device_type, impls, out_dir),
+            args=(WORLD, backend, device_type, impls, out_dir),
             nprocs=WORLD,
             join=True,
         )
