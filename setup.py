@@ -158,9 +158,7 @@ def _extension():
         )
     _default_arch_list()
     _portable_arch_list()
-    # The .cu units first: ninja starts them first, while the .cpp units' precompiled header is
-    # still being compiled (see "Precompiled host headers").
-    sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True)) + sources
+    sources += sorted(glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True))
     nvcc_flags = ["-O0", "-G"] if debug else (["-O3"] if RELEASE else ["-O3", "-lineinfo"])
     nvcc_flags += [
         "--expt-relaxed-constexpr",
@@ -204,25 +202,21 @@ def _portable_arch_list() -> None:
 
 
 # ---- Precompiled host headers ---------------------------------------------------------------
-# Every host C++ unit parses ATen's and the registration API's headers: 5-10 s each, most of a
-# small .cpp unit's compile time and, on a 2-core CI machine, minutes of the build. GCC can load
-# those headers precompiled (a .gch beside the header), so each ninja build that compiles .cpp
-# units also compiles csrc/common/host_pch.h once, with exactly the flags of its .cpp units (taken
-# from the call that writes the ninja file), and adds `-include` of it to their flags.
-#   - The .gch is compiled in the background while ninja runs (the .cu units come first in the
-#     ninja file, so the cores have work meanwhile) and appears under its name only when complete
-#     (written to a temporary name, then renamed): a .cpp unit that starts earlier, or a compiler
-#     that cannot use it, parses the header as text (-Winvalid-pch says so). The objects are the
-#     same either way.
-#   - It is rebuilt only when its command, its header or torch changes, so an incremental build
-#     does not recompile every unit.
+# Every host C++ unit parses ATen's, the registration API's and the autograd API's headers: 10-25 s
+# each, most of a .cpp unit's compile time and, on a 2-core CI machine, minutes of the build. GCC
+# can load those headers precompiled (a .gch beside the header), so each ninja build that compiles
+# .cpp units first compiles csrc/common/host_pch.h once, with exactly the flags of its .cpp units
+# (taken from the call that writes the ninja file), and adds `-include` of it to their flags. GCC
+# checks that the .gch matches and otherwise parses the header itself (-Winvalid-pch says so), so
+# the result is the same either way. The .gch is rebuilt only when its command, its header or torch
+# changes, so an incremental build does not recompile every unit. Clang, or a failed precompile:
+# no .gch, the header is included as text.
 PCH_HEADER = os.path.join(ROOT, "csrc", "common", "host_pch.h")
 
 
-def _start_host_header_precompile(build_directory: str, cflags: list, post_cflags: list):
-    """Starts compiling <build_directory>/pch/host_pch.h.gch with the .cpp units' flags (already
-    shell-quoted, as the ninja file takes them). Returns (the flags that use it, a function that
-    waits for the compile and keeps its result)."""
+def _precompile_host_header(build_directory: str, cflags: list, post_cflags: list) -> list:
+    """Builds <build_directory>/pch/host_pch.h.gch with the .cpp units' flags (already
+    shell-quoted, as the ninja file takes them); returns the flags that use it, or [] (no .gch)."""
     import hashlib
     import shlex
     import shutil
@@ -232,8 +226,7 @@ def _start_host_header_precompile(build_directory: str, cflags: list, post_cflag
     pch_dir = os.path.join(build_directory, "pch")
     header = os.path.join(pch_dir, "host_pch.h")
     gch = header + ".gch"
-    partial = gch + ".partial"
-    output = ["-x", "c++-header", shlex.quote(header), "-o", shlex.quote(partial)]
+    output = ["-x", "c++-header", shlex.quote(header), "-o", shlex.quote(gch)]
     command = " ".join([shlex.quote(cxx)] + list(cflags) + list(post_cflags) + output)
     with open(PCH_HEADER, "rb") as f:
         text = f.read()
@@ -242,43 +235,34 @@ def _start_host_header_precompile(build_directory: str, cflags: list, post_cflag
     use = ["-include", shlex.quote(header), "-Winvalid-pch"]
     os.makedirs(pch_dir, exist_ok=True)
     if os.path.exists(gch) and os.path.exists(key_file) and open(key_file).read() == key:
-        return use, lambda: None
-    for path in (gch, key_file, partial):
+        return use
+    for path in (gch, key_file):
         if os.path.exists(path):
             os.remove(path)
     shutil.copyfile(PCH_HEADER, header)  # the .gch must sit beside the header that -include names
-    print(f"cudasteps: precompiling {os.path.relpath(PCH_HEADER, ROOT)} beside the build", flush=True)
-    proc = subprocess.Popen(command, shell=True)
-
-    def finish():
-        if proc.wait() != 0 or not os.path.exists(partial):
-            print("cudasteps: WARNING: no precompiled header; each .cpp unit parses it", flush=True)
-            return
-        os.replace(partial, gch)
-        with open(key_file, "w") as f:
-            f.write(key)
-
-    return use, finish
+    print(f"cudasteps: precompiling {os.path.relpath(PCH_HEADER, ROOT)}", flush=True)
+    if subprocess.run(command, shell=True).returncode != 0 or not os.path.exists(gch):
+        print("cudasteps: WARNING: no precompiled header; each .cpp unit parses it", flush=True)
+        return use
+    with open(key_file, "w") as f:
+        f.write(key)
+    return use
 
 
 def _with_precompiled_host_header(write_and_compile):
     def wrapper(*args, **kwargs):
         sources = kwargs.get("sources", args[0] if args else [])
         flags_known = "cflags" in kwargs and "post_cflags" in kwargs
-        if not (flags_known and any(s.endswith(".cpp") for s in sources)):
-            return write_and_compile(*args, **kwargs)
-        try:
-            extra, finish = _start_host_header_precompile(
-                kwargs["build_directory"], kwargs["cflags"], kwargs["post_cflags"]
-            )
-        except (OSError, KeyError) as e:
-            print(f"cudasteps: WARNING: no precompiled header ({e})", flush=True)
-            return write_and_compile(*args, **kwargs)
-        kwargs["post_cflags"] = list(kwargs["post_cflags"]) + extra
-        try:
-            return write_and_compile(*args, **kwargs)
-        finally:
-            finish()
+        if flags_known and any(s.endswith(".cpp") for s in sources):
+            try:
+                extra = _precompile_host_header(
+                    kwargs["build_directory"], kwargs["cflags"], kwargs["post_cflags"]
+                )
+            except (OSError, KeyError) as e:
+                print(f"cudasteps: WARNING: no precompiled header ({e})", flush=True)
+                extra = []
+            kwargs["post_cflags"] = list(kwargs["post_cflags"]) + extra
+        return write_and_compile(*args, **kwargs)
 
     return wrapper
 
