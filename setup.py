@@ -202,21 +202,24 @@ def _portable_arch_list() -> None:
 
 
 # ---- Precompiled host headers ---------------------------------------------------------------
-# Every host C++ unit parses ATen's, the registration API's and the autograd API's headers: 10-25 s
-# each, most of a .cpp unit's compile time and, on a 2-core CI machine, minutes of the build. GCC
-# can load those headers precompiled (a .gch beside the header), so each ninja build that compiles
-# .cpp units first compiles csrc/common/host_pch.h once, with exactly the flags of its .cpp units
+# Every host C++ unit parses ATen's and the registration API's headers: 5-10 s each, most of a
+# small .cpp unit's compile time and, on a 2-core CI machine, minutes of the build. GCC can load
+# those headers precompiled (a .gch beside the header), so each ninja build that compiles .cpp
+# units first compiles csrc/common/host_pch.h once (about 25 s; the sm90 room's ninja file, which
+# has no .cpp units, is already running beside it), with exactly the flags of its .cpp units
 # (taken from the call that writes the ninja file), and adds `-include` of it to their flags. GCC
 # checks that the .gch matches and otherwise parses the header itself (-Winvalid-pch says so), so
-# the result is the same either way. The .gch is rebuilt only when its command, its header or torch
-# changes, so an incremental build does not recompile every unit. Clang, or a failed precompile:
-# no .gch, the header is included as text.
+# the objects are the same either way. The .gch is rebuilt only when its command, its header or
+# torch changes, so an incremental build does not recompile every unit. Clang, or a failed
+# precompile: no .gch, the header is included as text. (Compiled in the background instead, the
+# .gch came too late: ninja started .cpp units at once, and .ci/run took 8:48 against 7:06-7:35.)
 PCH_HEADER = os.path.join(ROOT, "csrc", "common", "host_pch.h")
 
 
 def _precompile_host_header(build_directory: str, cflags: list, post_cflags: list) -> list:
     """Builds <build_directory>/pch/host_pch.h.gch with the .cpp units' flags (already
-    shell-quoted, as the ninja file takes them); returns the flags that use it, or [] (no .gch)."""
+    shell-quoted, as the ninja file takes them); returns the flags that -include the header (with
+    the .gch beside it when the precompile worked)."""
     import hashlib
     import shlex
     import shutil
