@@ -35,6 +35,23 @@ static_assert(same_opmath<float>() && same_opmath<double>() && same_opmath<at::H
                   same_opmath<at::BFloat16>(),
               "functors.h's opmath_type must match at::opmath_type");
 
+// The optional bias as the launchers take it: contiguous (kept alive by holder), its data (null
+// without a bias) and whether it is fp32 (else x's dtype: check_feature_vector).
+struct BiasOperand {
+  at::Tensor holder;
+  const void* ptr = nullptr;
+  bool is_float = false;
+};
+
+BiasOperand bias_operand(const c10::optional<at::Tensor>& bias_in) {
+  BiasOperand b;
+  if (!bias_in.has_value()) return b;
+  b.holder = bias_in->contiguous();
+  b.ptr = b.holder.const_data_ptr();
+  b.is_float = b.holder.scalar_type() == at::kFloat;
+  return b;
+}
+
 // ---- ops -----------------------------------------------------------------------------------
 
 at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
@@ -45,12 +62,11 @@ at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>
   const c10::cuda::CUDAGuard guard(x_in.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor x = x_in.contiguous();
-  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
-  const void* v = bias.defined() ? bias.const_data_ptr() : nullptr;
-  const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
+  const BiasOperand bias = bias_operand(bias_in);
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cuda", [&] {
-    launch_bias_act<scalar_t>(act, x.const_data_ptr<scalar_t>(), v, v_is_float,
-                              out.data_ptr<scalar_t>(), num_rows(x), num_cols(x), x.numel(), stream);
+    launch_bias_act<scalar_t>(act, x.const_data_ptr<scalar_t>(), bias.ptr, bias.is_float,
+                              out.data_ptr<scalar_t>(), num_rows(x), num_cols(x), x.numel(),
+                              stream);
   });
   return out;
 }
@@ -68,23 +84,22 @@ at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::
   const c10::cuda::CUDAGuard guard(x_in.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor x = x_in.contiguous();
-  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
-  const void* v = bias.defined() ? bias.const_data_ptr() : nullptr;
-  const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
+  const BiasOperand bias = bias_operand(bias_in);
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "ladder_bias_act_cuda", [&] {
     if (variant == "fused_scalar") {
-      launch_ladder_fused_scalar<scalar_t>(act, x.const_data_ptr<scalar_t>(), v, v_is_float,
-                                           out.data_ptr<scalar_t>(), x.numel(), num_cols(x), stream);
+      launch_ladder_fused_scalar<scalar_t>(act, x.const_data_ptr<scalar_t>(), bias.ptr,
+                                           bias.is_float, out.data_ptr<scalar_t>(), x.numel(),
+                                           num_cols(x), stream);
       return;
     }
     // Step 1 (unfused): the bias add and the activation as two kernels, with a round trip of
     // the intermediate through memory (as eager PyTorch runs F.gelu(x + b)).
     const scalar_t* src = x.const_data_ptr<scalar_t>();
     at::Tensor sum;  // x + bias, materialized
-    if (v != nullptr) {
+    if (bias.ptr != nullptr) {
       sum = at::empty_like(x);
-      launch_ladder_bias_add<scalar_t>(src, v, v_is_float, sum.data_ptr<scalar_t>(), num_rows(x),
-                                       num_cols(x), stream);
+      launch_ladder_bias_add<scalar_t>(src, bias.ptr, bias.is_float, sum.data_ptr<scalar_t>(),
+                                       num_rows(x), num_cols(x), stream);
       src = sum.const_data_ptr<scalar_t>();
     }
     launch_bias_act<scalar_t>(act, src, nullptr, false, out.data_ptr<scalar_t>(), num_rows(x),
@@ -110,17 +125,16 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor x = x_in.contiguous();
   const at::Tensor grad = grad_in.contiguous();
-  const at::Tensor bias = bias_in.has_value() ? bias_in->contiguous() : at::Tensor();
-  const void* v = bias.defined() ? bias.const_data_ptr() : nullptr;
-  const bool v_is_float = bias.defined() && bias.scalar_type() == at::kFloat;
+  const BiasOperand bias = bias_operand(bias_in);
   // grad_bias has bias's dtype: x's or fp32 (check_feature_vector).
-  void* grad_bias_ptr = bias.defined() ? grad_bias->data_ptr() : nullptr;
-  const bool grad_bias_is_float = bias.defined() && grad_bias->scalar_type() == at::kFloat;
-  TORCH_INTERNAL_ASSERT(!bias.defined() || grad_bias_is_float ||
+  void* grad_bias_ptr = bias.holder.defined() ? grad_bias->data_ptr() : nullptr;
+  const bool grad_bias_is_float =
+      bias.holder.defined() && grad_bias->scalar_type() == at::kFloat;
+  TORCH_INTERNAL_ASSERT(!bias.holder.defined() || grad_bias_is_float ||
                         grad_bias->scalar_type() == x.scalar_type());
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_backward_cuda", [&] {
     launch_bias_act_backward<scalar_t>(act, grad.const_data_ptr<scalar_t>(),
-                                       x.const_data_ptr<scalar_t>(), v, v_is_float,
+                                       x.const_data_ptr<scalar_t>(), bias.ptr, bias.is_float,
                                        grad_x.data_ptr<scalar_t>(), grad_bias_ptr,
                                        grad_bias_is_float, num_rows(x), num_cols(x), x.numel(),
                                        stream);

@@ -121,23 +121,32 @@ const char* kLadderNames =
     "gemv:mma[:s<splits>][:u<2|4>], gemv:final";
 
 // The fields of "bn<128|256>:s<splits>" (either may be left out), as in tc:ws_persistent:bn128:s4.
-TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
-  TcTuning t;
+// Calls f(field, letters, value) for each ':'-separated field of `fields`; value is the number
+// after the field's letters, or -1 when the field is not letters followed by 1-3 digits.
+template <typename F>
+void for_each_tuning_field(const std::string& fields, F&& f) {
   size_t pos = 0;
   while (pos <= fields.size()) {
     const size_t end = std::min(fields.find(':', pos), fields.size());
-    const std::string f = fields.substr(pos, end - pos);
-    const bool is_bn = f.rfind("bn", 0) == 0, is_s = !is_bn && f.rfind("s", 0) == 0;
-    const std::string digits = f.substr(is_bn ? 2 : (is_s ? 1 : 0));
-    const bool number = (is_bn || is_s) && !digits.empty() && digits.size() <= 3 &&
+    const std::string field = fields.substr(pos, end - pos);
+    const size_t digits_at = std::min(field.find_first_of("0123456789"), field.size());
+    const std::string digits = field.substr(digits_at);
+    const bool number = !digits.empty() && digits.size() <= 3 &&
                         digits.find_first_not_of("0123456789") == std::string::npos;
-    const int value = number ? std::stoi(digits) : 0;
-    CUDASTEPS_CHECK(number && (is_s ? value >= 1 : (value == 128 || value == 256)), kOp,
-                    "tuning fields of '", variant,
-                    "' must be bn128 or bn256 and s<splits> (splits >= 1), got '", f, "'");
-    (is_bn ? t.bn : t.splits) = value;
+    f(field, field.substr(0, digits_at), number ? std::stoi(digits) : -1);
     pos = end + 1;
   }
+}
+
+TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) {
+  TcTuning t;
+  for_each_tuning_field(fields, [&](const std::string& f, const std::string& name, int value) {
+    const bool is_bn = name == "bn" && (value == 128 || value == 256);
+    const bool is_s = name == "s" && value >= 1;
+    CUDASTEPS_CHECK(is_bn || is_s, kOp, "tuning fields of '", variant,
+                    "' must be bn128 or bn256 and s<splits> (splits >= 1), got '", f, "'");
+    (is_bn ? t.bn : t.splits) = value;
+  });
   return t;
 }
 
@@ -193,21 +202,13 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
 // The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1) and u2 or u4, ':'-separated.
 TcTuning parse_gemv_tuning(const std::string& fields, const std::string& variant) {
   TcTuning t;
-  size_t pos = 0;
-  while (pos <= fields.size()) {
-    const size_t end = std::min(fields.find(':', pos), fields.size());
-    const std::string f = fields.substr(pos, end - pos);
-    const std::string digits = f.empty() ? "" : f.substr(1);
-    const bool number = !digits.empty() && digits.size() <= 3 &&
-                        digits.find_first_not_of("0123456789") == std::string::npos;
-    const int value = number ? std::stoi(digits) : 0;
-    const bool is_s = f[0] == 's' && value >= 1;
-    const bool is_u = f[0] == 'u' && (value == 2 || value == 4);
-    CUDASTEPS_CHECK(number && (is_s || is_u), kOp, "tuning fields of '", variant,
+  for_each_tuning_field(fields, [&](const std::string& f, const std::string& name, int value) {
+    const bool is_s = name == "s" && value >= 1;
+    const bool is_u = name == "u" && (value == 2 || value == 4);
+    CUDASTEPS_CHECK(is_s || is_u, kOp, "tuning fields of '", variant,
                     "' must be s<splits> (splits >= 1) and u2 or u4, got '", f, "'");
     (is_s ? t.splits : t.unroll) = value;
-    pos = end + 1;
-  }
+  });
   return t;
 }
 
