@@ -1,6 +1,7 @@
 """Sweep the few-row (decode-sized) path against F.linear on a GPU, and print one line per shape.
 
     python scripts/gemv_sweep.py [--tokens 1,8,16] [--weights 4096x4096,14336x4096,...]
+                                 [--variants s1,s1:u4,tc:ws_persistent,...] [--eager]
 
 For each weight [N, K] (bf16) and token count M, it times F.linear (cuBLAS), cudasteps.linear
 (what the dispatcher runs: gemv_final_step, the split and unroll rules) and forced variants of
@@ -8,7 +9,11 @@ the mma step (`gemv:mma:s<splits>:u<unroll>`), as the benchmark's decode rows do
 replays over input sets that rotate through more than twice the L2, interleaved with torch
 (harness.time_many_graphed). Each figure is the time per call and the weight's bytes over that
 time as a percentage of the measured copy bandwidth (read + write bytes of a large copy_), the
-memory bound of a product that reads its weight once.
+memory bound of a product that reads its weight once. --variants replaces the forced variants:
+`s<n>`/`u<n>` fields of gemv:mma, or any ladder step by name (`tc:ws_persistent:s4`, for token
+counts past the few-row path). --eager adds torch's and cudasteps' eager calls timed one by one
+(harness.time_many, as the report's `mm` rows are), whose gap to the graph replays is the host's
+part of a call.
 
 It is how the rules in csrc/gemm/gemv/gemv.cu (split_k for one token, four chunks in flight for
 up to 8 tokens and K <= 8192, the split over blocks) were chosen; rerun it after changing them.
@@ -32,7 +37,8 @@ VARIANTS = ("s1", "s1:u4", "s2:u4", "u4", "")
 
 
 def ladder(variant):
-    name = "gemv:mma" + (":" + variant if variant else "")
+    """A ladder step by name (`tc:...`, `gemv:...`), else fields of gemv:mma (`s2:u4`; `` = its rules)."""
+    name = variant if variant.startswith(("tc:", "gemv:")) else ":".join(filter(None, ("gemv:mma", variant)))
     return name, lambda x, w: G.run_ladder(name, x, w.t())
 
 
@@ -42,6 +48,10 @@ def main() -> int:
     )
     parser.add_argument("--tokens", default="1,8,16", help="comma-separated token counts (M)")
     parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="comma-separated NxK weights")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="comma-separated gemv:mma fields or ladder steps"
+    )
+    parser.add_argument("--eager", action="store_true", help="also time eager calls")
     args = parser.parse_args()
     if not (torch.cuda.is_available() and cudasteps.cuda_available()):
         sys.exit("gemv_sweep: needs a CUDA device and a build with the CUDA kernels")
@@ -61,8 +71,11 @@ def main() -> int:
 
             inputs = bench.rotation(make, 2 * (m * k + n * k))
             impls = [("torch", F.linear), ("cudasteps", cudasteps.linear)]
-            impls += [ladder(v) for v in VARIANTS]
+            impls += [ladder(v) for v in args.variants.split(",")]
             times = bench.time_many_graphed(impls, inputs)
+            if args.eager:
+                eager = bench.time_many(impls[:2], inputs)
+                times.update({f"{impl} eager": ms for impl, ms in eager.items()})
             cells = []
             for impl, ms in times.items():
                 pct = 100.0 * (2 * n * k) / (ms * 1e6) / copy_gbps

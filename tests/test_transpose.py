@@ -46,6 +46,22 @@ def test_transpose_every_dtype(device, dtype):
         check(cudasteps.transpose(x), x)
 
 
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_transpose_small_dense_and_past_it(dtype):
+    """Dense 4-byte matrices of up to 512 x 512 elements take the padded-tile kernel, larger ones
+    the final kernel: both sides of that line, batched, into poisoned outputs. The bits move
+    unchanged (NaN payloads of fp32 included)."""
+    for i, shape in enumerate([(512, 512), (512, 513), (4, 256, 255), (3, 200, 300), (1, 511, 7)]):
+        x = make_tensor(shape, dtype, "cuda", seed=i)
+        if dtype == torch.float32:
+            x.view(torch.int32).view(-1)[::97] = 0x7FC00123  # a NaN with a payload
+        out = poisoned(ref_t(x).shape, dtype, "cuda")
+        cudasteps.transpose_(out, x)
+        # Compared as int32 bit patterns: torch.equal would count NaN != NaN.
+        assert torch.equal(out.view(torch.int32), ref_t(x).view(torch.int32)), shape
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.uint8, torch.float64])
 def test_transpose__into_poisoned_output(device, dtype):
