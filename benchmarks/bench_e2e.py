@@ -12,6 +12,16 @@ the input gradients and 2 for the weight gradients), ``3 * 2 * B * (d*h + h*d)``
 work, the loss and the optimizer are timed but not counted, so TFLOP/s is the rate a step
 achieves on its GEMM work.
 
+block_step: a GPT-style transformer block, pre-LayerNorm as in GPT-2: ``x + proj(attn(ln1(x)))``
+then ``x + mlp(ln2(x))``, causal ``F.scaled_dot_product_attention``, an MLP ``d -> 4d -> d`` with
+GELU (batch 8 x 1024 tokens, d = 2048, 16 heads on CUDA). ``torch`` builds its four linears from
+``torch.nn.Linear`` (the MLP as ``Sequential(Linear, GELU, Linear)``); ``cudasteps`` from
+``cudasteps.nn.Linear`` (the MLP as ``cudasteps.nn.MLP``, bias + GELU fused); same weights. One
+training step under bf16 autocast: forward, MSE loss, backward, ``AdamW`` step (fused on CUDA).
+Timed eager, and with both models under ``torch.compile(fullgraph=True)`` (a graph break is an
+error), in one run. The FLOP count is the four linears' (``3 * 2 * tokens * 12 d^2``); attention,
+the norms and the optimizer are timed but not counted.
+
 ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
 ``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
 figures: ms per step with its data loading, and ms of the training step alone (forward, backward
@@ -27,8 +37,10 @@ import sys
 from contextlib import nullcontext
 
 import cudasteps
+import cudasteps.nn as cnn
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _EXAMPLE = os.path.join(_ROOT, "examples", "train_ddp.py")
@@ -117,6 +129,91 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
             torch.cuda.empty_cache()
 
 
+class GPTBlock(nn.Module):
+    """A pre-LayerNorm transformer block (GPT-2's): causal self-attention through
+    ``F.scaled_dot_product_attention``, then an MLP ``d -> 4d -> d`` with GELU, each with a
+    residual. ``impl`` picks where the linears come from: ``torch.nn`` or ``cudasteps.nn``."""
+
+    def __init__(self, d: int, heads: int, impl: str):
+        super().__init__()
+        linear = nn.Linear if impl == "torch" else cnn.Linear
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = linear(d, 3 * d)
+        self.proj = linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        if impl == "torch":
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        else:
+            self.mlp = cnn.MLP([d, 4 * d, d], "gelu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, d))
+        return x + self.mlp(self.ln2(x))
+
+    def load_from(self, other: "GPTBlock") -> None:
+        """Copy the parameters of a block built with ``torch.nn`` linears into this one."""
+        for name in ("ln1", "qkv", "proj", "ln2"):
+            getattr(self, name).load_state_dict(getattr(other, name).state_dict())
+        if isinstance(self.mlp, cnn.MLP):
+            self.mlp.load_from_torch_linears([other.mlp[0], other.mlp[2]])
+        else:
+            self.mlp.load_state_dict(other.mlp.state_dict())
+
+
+def block_flops(tokens: int, d: int) -> int:
+    """GEMM flops of one training step of GPTBlock's four linears (qkv 3d^2, proj d^2, MLP 8d^2)."""
+    return 3 * 2 * tokens * 12 * d * d
+
+
+def _block_cases(bench, batch: int, seq: int, d: int, heads: int) -> None:
+    dev = bench.device
+    gen = torch.Generator(device=dev).manual_seed(3)
+    x = torch.randn(batch, seq, d, device=dev, generator=gen).requires_grad_(True)
+    target = torch.randn(batch, seq, d, device=dev, generator=torch.Generator(device=dev).manual_seed(4))
+    amp_dtype = torch.bfloat16
+    torch.manual_seed(0)
+    reference = GPTBlock(d, heads, "torch").to(dev)
+    models = {"torch": reference}
+    models["cudasteps"] = GPTBlock(d, heads, "cudasteps").to(dev)
+    models["cudasteps"].load_from(reference)
+    _first_losses_agree(models, x, target, dev, amp_dtype, "block_step bf16 autocast")
+    base = f"{batch}x{seq} tokens, d {d}, {heads} heads, bf16 autocast"
+    flops = block_flops(batch * seq, d)
+    shape = [batch, seq, d, heads]
+    for compiled in (False, True):
+        steps = []
+        for impl in models:
+            # A fresh copy per mode: each timed model starts from the same weights and optimizer.
+            model = GPTBlock(d, heads, impl).to(dev)
+            model.load_from(reference)
+            if compiled:
+                model = torch.compile(model, fullgraph=True)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=bench.is_cuda)
+            step = _train_step(model, opt, dev, amp_dtype)
+            try:
+                for _ in range(_WARMUP_STEPS):
+                    step(x, target)
+            except Exception as exc:  # noqa: BLE001  (a compile failure: record nothing, say why)
+                what = f"{impl}{' under torch.compile' if compiled else ''}"
+                print(f"bench_e2e: block_step {what} not recorded: {type(exc).__name__}: {exc}")
+                continue
+            steps.append((impl, step))
+        # Under torch.compile the "torch" row is torch.nn compiled: the case label says so, and the
+        # report's speedup column compares like with like.
+        case = base + (", both under torch.compile" if compiled else ", eager")
+        for impl, ms in bench.time_many(steps, [(x, target)]).items():
+            bench.record(
+                op="block_step", case=case, impl=impl, dtype=amp_dtype, shape=shape, ms=ms, flops=flops
+            )
+        del steps
+        if bench.is_cuda:
+            torch.cuda.empty_cache()
+
+
 def _ddp_step_ms(impl: str, extra_args: list[str]) -> dict:
     """Runs examples/train_ddp.py on two GPUs; returns its figures {"step_ms": .., "train_ms": ..}."""
     env = dict(os.environ)
@@ -184,16 +281,20 @@ def _ddp_cases(bench) -> None:
 
 def run(bench):
     if not bench.is_cuda:
-        # A small FFN on the CPU, so `make bench` without a GPU stays fast.
+        # A small FFN and block on the CPU, so `make bench` without a GPU stays fast.
         if bench.quick:
             _ffn_cases(bench, 128, 64, 256)
+            _block_cases(bench, 2, 32, 64, 2)
         else:
             _ffn_cases(bench, 512, 256, 1024)
+            _block_cases(bench, 2, 128, 256, 4)
         return
     if bench.quick:
         _ffn_cases(bench, 4096, 1024, 4096)
+        _block_cases(bench, 4, 512, 1024, 8)
     else:
         _ffn_cases(bench, 8192, 2048, 8192)
+        _block_cases(bench, 8, 1024, 2048, 16)
     two_gpus = torch.cuda.device_count() >= 2
     if two_gpus:
         _ddp_cases(bench)
@@ -201,7 +302,11 @@ def run(bench):
         "e2e",
         "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "
         "loss, backward, SGD step): torch.nn.Sequential(Linear, GELU, Linear) against "
-        "cudasteps.nn.MLP with the same weights. TFLOP/s counts the step's six GEMMs only "
+        "cudasteps.nn.MLP with the same weights. block_step times a training step (bf16 autocast, "
+        "AdamW) of a GPT-style pre-LayerNorm block (causal SDPA attention, MLP d -> 4d -> d with "
+        "GELU) whose four linears come from torch.nn or cudasteps.nn, eager and with both models "
+        "under torch.compile(fullgraph=True); its TFLOP/s counts the linears only "
+        "(3 x 2 x tokens x 12 d^2). ffn_step's TFLOP/s counts the step's six GEMMs only "
         "(3 x 2 x B x 2dh). Under bf16 autocast the torch rows use cuBLAS's bf16 tensor-core "
         "GEMM; the cudasteps rows use whatever cudasteps.nn.Linear runs under autocast, so the "
         "ratio is what a user who swaps the modules gets. ddp_step is examples/train_ddp.py's "

@@ -304,6 +304,38 @@ def test_mlp_init_matches_torch():
     assert isinstance(mine.layers[2], cnn.Linear) and mine.layers[2].bias is b1 and len(mine.layers) == 3
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if HAS_CUDA else []))
+def test_transformer_block_matches_torch_and_compiles_fullgraph(device):
+    """The e2e family's GPT-style block (benchmarks/bench_e2e.py) with its four linears from
+    cudasteps.nn computes what the torch.nn block computes, gradients included, and compiles with
+    fullgraph=True (no graph break) to the same results."""
+    from benchmarks.bench_e2e import GPTBlock
+
+    torch.manual_seed(0)
+    ref = GPTBlock(64, 4, "torch").to(device)
+    mine = GPTBlock(64, 4, "cudasteps").to(device)
+    mine.load_from(ref)
+    assert isinstance(mine.qkv, cnn.Linear) and isinstance(mine.mlp, cnn.MLP)
+    x = make_tensor((2, 24, 64), torch.float32, device, seed=1)
+    g = make_tensor((2, 24, 64), torch.float32, device, seed=2)
+
+    def forward_backward(model):
+        model.zero_grad(set_to_none=True)
+        xi = x.clone().requires_grad_(True)
+        out = model(xi)
+        out.backward(g)
+        return out.detach(), xi.grad, model.qkv.weight.grad, model.ln2.weight.grad
+
+    # fp32 GEMMs on both sides (torch's TF32 switch is off by default; cudasteps reads the same).
+    expect = forward_backward(ref)
+    got = forward_backward(mine)
+    compiled = forward_backward(torch.compile(mine, fullgraph=True))
+    names = ("out", "x.grad", "qkv.weight.grad", "ln2.weight.grad")
+    for name, e, a, c in zip(names, expect, got, compiled):
+        assert rel_err(a, e) < 1e-5, name
+        assert rel_err(c, a) < 1e-5, name
+
+
 # ---- one GPU: streams, cuda:1, autocast, torch.compile ------------------------------------------
 
 
