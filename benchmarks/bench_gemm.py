@@ -95,6 +95,36 @@ FFN_GEMMS = [
 ]
 
 
+# Weight gradients of real layers, grad_W = g^T @ x: a small output (out_features x in_features)
+# and a long K (the tokens of the batch), A a transposed view as autograd passes it (TN). The
+# output fills few tiles, so the GPU is full only when K is split. (M, N, K, dtype).
+WEIGHT_GRADIENTS = [
+    (512, 512, 32768, torch.bfloat16),
+    (1024, 1024, 8192, torch.bfloat16),
+    (3072, 1024, 8192, torch.bfloat16),
+    (4096, 1024, 32768, torch.bfloat16),
+    (1024, 1024, 8192, F32),
+    (4096, 1024, 16384, F32),
+]
+
+
+def run_weight_gradients(bench):
+    pair = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
+    cases = WEIGHT_GRADIENTS[1:3] if bench.quick else WEIGHT_GRADIENTS
+    for m, n, k, dtype in cases:
+        _mm(bench, m, n, k, pair, dtype, label="wgrad g^T @ x", ta=True)
+    # The forward of a linear with few rows against a long K and a small output (1024 rows,
+    # 4096 -> 1024), fp32 with TF32 off.
+    _mm(bench, 1024, 1024, 4096, pair, F32, label="linear", tb=True)
+    bench.section(
+        "gemm (small outputs, long K)",
+        "Weight-gradient products `g^T @ x` (output out_features x in_features, K = the batch's "
+        "tokens; `g^T` a transposed view, as autograd passes it) and a 1024-row fp32 linear "
+        "4096 -> 1024, against torch.mm (cuBLAS; TF32 off for the fp32 rows). Their outputs fill "
+        "a few dozen tiles, so the GPU is full only where K is split over blocks.",
+    )
+
+
 # Decode-sized bf16 linears: M tokens against an [N, K] weight (out_features, in_features), as a
 # decode step of a 4096-wide model with a 14336-wide MLP runs them.
 DECODE_WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336)]
@@ -225,6 +255,7 @@ def run(bench):
 
     run_tensor_cores(bench)
     run_decode(bench)
+    run_weight_gradients(bench)
 
     grid = GRID[:3] + GRID[6:] if bench.quick else GRID
     for m, n, k in grid:
