@@ -2,11 +2,12 @@
 // (copy.h), picks the path for the layouts, allocates the output and calls the launchers of
 // launch.h on the current stream; registers the ops for the CUDA key.
 //
-// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (cudaMemcpyAsync up to 4 MiB,
-// copy_bytes_cuda above); a transposed view of a contiguous tensor goes to the transpose kernel
-// (copy.h); other strided inputs copied into a contiguous output go to the row kernel (innermost
-// dim contiguous) or the gather kernel (innermost dim strided), copy_strided_rows; anything else
-// (a strided output) to the generic strided kernel, one element per index step.
+// Layouts (copy_cuda_impl): equal dense layouts are one byte copy (copy_bytes_cuda: a memcpy up
+// to 4 MiB, the vector kernel above); a transposed view of a contiguous tensor goes to the
+// transpose kernel (copy.h); other strided inputs copied into a contiguous output go to the row
+// kernel (innermost dim contiguous) or the gather kernel (innermost dim strided),
+// copy_strided_rows; anything else (a strided output) to the generic strided kernel, one element
+// per index step.
 //
 // Units: kernels.cuh (the kernels, the ladder's among them) with copy_kernels_cuda.cu (their
 // launchers), rows.cuh with copy_rows_cuda.cu and copy_gather_cuda.cu (strided views row by row),
@@ -65,25 +66,12 @@ bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
          a.strides() == b.strides();
 }
 
-// Byte copies up to this size go to cudaMemcpyAsync, as torch's copy_ sends them: below it the
-// copy's time is mostly the launch, and a memcpy costs 0.1-0.2 us less than a kernel. Measured
-// on an H100 under CUDA-graph replay, torch's clone (a memcpy) against copy_vec16_kernel: 4 KiB
-// 0.98 against 1.17 us, 64 KiB 1.29 / 1.40, 256 KiB 1.34 / 1.45, 1 MiB 1.52 / 1.69, 4 MiB 2.47 /
-// 2.55. (The report's 4 KiB row then measured this path at 1.2 us against torch's 1.0: a gap not
-// yet understood.) Larger copies are bandwidth-bound and take the kernel (the family's final
-// ladder step).
-constexpr int64_t kMemcpyMaxBytes = int64_t(4) << 20;
-
 void copy_cuda_impl(at::Tensor& out, const at::Tensor& in) {
   if (in.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(out.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const int64_t nbytes = in.numel() * in.element_size();
-  if (same_dense_layout(out, in) && nbytes <= kMemcpyMaxBytes) {
-    C10_CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), in.const_data_ptr(), size_t(nbytes),
-                                   cudaMemcpyDeviceToDevice, stream));
-  } else if (same_dense_layout(out, in)) {
-    copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), nbytes, stream);
+  if (same_dense_layout(out, in)) {
+    copy_bytes_cuda(in.const_data_ptr(), out.data_ptr(), in.numel() * in.element_size(), stream);
   } else if (out.is_contiguous() && is_transposed_contiguous(in)) {
     copy_transposed_view(out, in);
   } else if (!(out.is_contiguous() &&

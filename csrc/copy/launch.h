@@ -13,12 +13,14 @@
 
 namespace cudasteps {
 
-// How many blocks copy_vec16_kernel gets: one per tile, or one wave (ladder step vec16_persistent).
-enum class CopyGrid { kOneShot, kPersistent };
+// How a byte copy runs: kAuto (the ops) picks cudaMemcpyAsync for small copies and the one-shot
+// kernel above that (copy_kernels_cuda.cu says why); the ladder forces copy_vec16_kernel with one
+// block per tile (kOneShot) or one wave of blocks (kPersistent, step vec16_persistent).
+enum class CopyGrid { kAuto, kOneShot, kPersistent };
 
 // Contiguous byte copy, any alignment (copy_kernels_cuda.cu).
 void copy_bytes_cuda(const void* src_ptr, void* dst_ptr, int64_t nbytes, cudaStream_t stream,
-                     CopyGrid grid_kind = CopyGrid::kOneShot);
+                     CopyGrid grid_kind = CopyGrid::kAuto);
 
 // Non-contiguous input or output: one element per thread-step, offsets from `layout`
 // (copy_kernels_cuda.cu). ElemBytes: 1, 2, 4, 8 or 16.
