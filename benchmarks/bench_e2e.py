@@ -3,14 +3,15 @@ cudasteps.nn, rather than one op in isolation.
 
 ffn_step: a transformer feed-forward block, ``Linear(d, h) -> GELU -> Linear(h, d)`` (batch 8192,
 2048 -> 8192 -> 2048 on CUDA), trained one step at a time: ``zero_grad``, forward, MSE loss,
-backward, ``SGD.step``. ``torch`` is ``torch.nn.Sequential(Linear, GELU, Linear)``; ``cudasteps``
-is ``cudasteps.nn.MLP([d, h, d], "gelu")`` loaded with the same weights and biases (the function
-computed is the same; the first loss of both is compared before timing). Two precisions: fp32
-with TF32 off (the report disables TF32 for every family), and ``torch.autocast(bfloat16)`` with
-fp32 parameters. The FLOP count is that of the six GEMMs of a step (forward: 2; backward: 2 for
-the input gradients and 2 for the weight gradients), ``3 * 2 * B * (d*h + h*d)``; the elementwise
-work, the loss and the optimizer are timed but not counted, so TFLOP/s is the rate a step
-achieves on its GEMM work.
+backward, ``SGD.step``. ``torch`` is ``torch.nn.Sequential(Linear, GELU, Linear)``, and on CUDA
+``torch.compile`` is the same model under ``torch.compile`` (what a user who does not switch would
+run); ``cudasteps`` is ``cudasteps.nn.MLP([d, h, d], "gelu")`` loaded with the same weights and
+biases (the function computed is the same; the first loss of both is compared before timing).
+Two precisions: fp32 with TF32 off (the report disables TF32 for every family), and
+``torch.autocast(bfloat16)`` with fp32 parameters. The FLOP count is that of the six GEMMs of a
+step (forward: 2; backward: 2 for the input gradients and 2 for the weight gradients),
+``3 * 2 * B * (d*h + h*d)``; the elementwise work, the loss and the optimizer are timed but not
+counted, so TFLOP/s is the rate a step achieves on its GEMM work.
 
 block_step: a GPT-style transformer block, pre-LayerNorm as in GPT-2: ``x + proj(attn(ln1(x)))``
 then ``x + mlp(ln2(x))``, causal ``F.scaled_dot_product_attention``, an MLP ``d -> 4d -> d`` with
@@ -112,6 +113,11 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
         models = _models(dev, d, h)
         _first_losses_agree(models, x, target, dev, amp_dtype, precision)
         case = f"{batch}x{d}->{h}->{d} {precision}"
+        if dev.type == "cuda":
+            # torch.nn under torch.compile (inductor fuses the bias, GELU and their backward into
+            # its own kernels around cuBLAS): what a user who does not switch would run instead.
+            compiled = train_ddp.build_model("torch", [d, h, d], "gelu", seed=0).to(dev)
+            models["torch.compile"] = torch.compile(compiled)
         steps = []
         for impl, model in models.items():
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -301,8 +307,9 @@ def run(bench):
     bench.section(
         "e2e",
         "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "
-        "loss, backward, SGD step): torch.nn.Sequential(Linear, GELU, Linear) against "
-        "cudasteps.nn.MLP with the same weights. block_step times a training step (bf16 autocast, "
+        "loss, backward, SGD step): torch.nn.Sequential(Linear, GELU, Linear), eager and (on CUDA) "
+        "under torch.compile, against cudasteps.nn.MLP (its hidden layer a cudasteps.nn.LinearAct) "
+        "with the same weights. block_step times a training step (bf16 autocast, "
         "AdamW) of a GPT-style pre-LayerNorm block (causal SDPA attention, MLP d -> 4d -> d with "
         "GELU) whose four linears come from torch.nn or cudasteps.nn, eager and with both models "
         "under torch.compile(fullgraph=True); its TFLOP/s counts the linears only "

@@ -125,6 +125,63 @@ def run_weight_gradients(bench):
     )
 
 
+# linear + bias + GELU (tanh form, what cuBLASLt's GELU epilogue computes) on the FFN's first GEMM
+# and a LLaMA-sized up projection: (M, K -> N), bf16.
+LINEAR_ACT_SHAPES = [(8192, 2048, 8192), (4096, 4096, 11008)]
+
+
+def _linear_act_step(variant):
+    return lambda x, w, b: G.run_linear_act_ladder(variant, x, w, b, "gelu_tanh")[0]
+
+
+def run_linear_act(bench):
+    """The fused forward against what a user would otherwise run: torch's linear then GELU (eager
+    and compiled: inductor fuses the bias add and GELU into one kernel after cuBLAS), cuBLASLt's
+    own GELU epilogue (torch._addmm_activation), and the ladder of cudasteps' own forms."""
+    dtype = torch.bfloat16
+    compiled = torch.compile(lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"))
+    impls = [
+        ("torch", lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh")),
+        ("torch._addmm_activation", lambda x, w, b: torch._addmm_activation(b, x, w.t(), use_gelu=True)),
+        ("torch.compile", compiled),
+        ("cudasteps", lambda x, w, b: cudasteps.linear_act(x, w, b, "gelu_tanh")),
+    ]
+    # The ladder: two passes (linear, then bias_act), then the fused epilogue (Hopper only).
+    steps = G.LINEAR_ACT_LADDER if torch.cuda.get_device_capability(bench.device) == (9, 0) else ("two_pass",)
+    impls += [(f"ladder:{v}", _linear_act_step(v)) for v in steps]
+    shapes = LINEAR_ACT_SHAPES[:1] if bench.quick else LINEAR_ACT_SHAPES
+    for m, k, n in shapes:
+
+        def make(seed, m=m, k=k, n=n):
+            g = torch.Generator(device=bench.device).manual_seed(seed)
+            x = (torch.randn(m, k, generator=g, device=bench.device) / k**0.5).to(dtype)
+            w = torch.randn(n, k, generator=g, device=bench.device).to(dtype)
+            b = torch.randn(n, generator=g, device=bench.device).to(dtype)
+            return (x, w, b)
+
+        inputs = bench.rotation(make, 2 * (m * k + n * k + n))
+        for impl, ms in bench.time_many(impls, inputs).items():
+            bench.record(
+                op="linear_act",
+                case=f"{m} x ({k} -> {n}) + bias + gelu_tanh bf16",
+                impl=impl,
+                dtype=dtype,
+                shape=[m, n, k],
+                ms=ms,
+                flops=2 * m * n * k,
+            )
+    bench.section(
+        "linear_act (fused epilogue)",
+        "`cudasteps.linear_act(x, w, b, \"gelu_tanh\")` (the GEMM, then bias + GELU in one pass) "
+        "against torch's `F.gelu(F.linear(x, w, b), approximate=\"tanh\")` (eager, and under "
+        "torch.compile, which fuses the bias and GELU into one kernel after cuBLAS) and cuBLASLt's "
+        "own GELU epilogue, `torch._addmm_activation(b, x, w.t(), use_gelu=True)`. `ladder:` rows "
+        "(`cudasteps.gemm.run_linear_act_ladder`, which also writes the product a backward reads): "
+        "`two_pass`, what linear_act runs, then `fused`, the bias and GELU in the Hopper GEMM's "
+        "epilogue.",
+    )
+
+
 # Decode-sized bf16 linears: M tokens against an [N, K] weight (out_features, in_features), as a
 # decode step of a 4096-wide model with a 14336-wide MLP runs them.
 DECODE_WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336)]
@@ -226,7 +283,8 @@ def run_tensor_cores(bench):
                 (f"ladder:{v}", lambda a, b, v=v: G.run_ladder(v, a, b)) for v in steps
             ]
             _mm(bench, 4096, 4096, 4096, impls, F32, label="TF32 ladder")
-    # The tensor-core ladder at 4096^3 bf16 (every step runs every layout; NN here).
+    # The tensor-core ladder at 4096^3 bf16, NN (the layout the Hopper ladder-only kernels are built
+    # for: G.TC_HOPPER_NN_STEPS).
     steps = G.TC_LADDER
     if not hopper:
         steps = tuple(v for v in steps if v not in G.TC_HOPPER_STEPS)
@@ -254,6 +312,7 @@ def run(bench):
         return
 
     run_tensor_cores(bench)
+    run_linear_act(bench)
     run_decode(bench)
     run_weight_gradients(bench)
 

@@ -36,6 +36,13 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
   m.def("ladder_mm(Tensor self, Tensor mat2, str variant) -> Tensor");
+  // act(input @ weight.t() + bias); _aux also returns input @ weight.t() (before the bias), what
+  // the backward reads: the op autograd records for linear_act. The ladder's steps return both.
+  m.def("linear_act(Tensor input, Tensor weight, Tensor? bias=None, str act=\"gelu\") -> Tensor");
+  m.def("linear_act_aux(Tensor input, Tensor weight, Tensor? bias, str act) -> (Tensor, Tensor)");
+  m.def(
+      "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
+      "(Tensor, Tensor)");
 
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");

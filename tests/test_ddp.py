@@ -7,7 +7,7 @@ parameters are bitwise identical across ranks after several steps; the cudasteps
 curve matches the torch.nn model's. Models:
   torch          torch.nn.Linear + torch.nn.GELU (the reference)
   cudasteps_act  torch.nn.Linear(bias=False) + cudasteps.nn.BiasAct (this family's ops alone)
-  cudasteps      cudasteps.nn.MLP (cudasteps.nn.Linear from the gemm family + BiasAct); runs when
+  cudasteps      cudasteps.nn.MLP (cudasteps.nn.LinearAct and Linear, the gemm family); runs when
                  cudasteps.linear has a kernel for the device, and is skipped (with the reason)
                  otherwise
 CUDA: the same with NCCL when two GPUs exist; on one GPU, the ops on a non-default stream, on
@@ -299,9 +299,10 @@ def test_mlp_init_matches_torch():
     (w0, b0), (w1, b1) = mine.linear_params()
     assert torch.equal(w0, ref[0].weight) and torch.equal(b0, ref[0].bias)
     assert torch.equal(w1, ref[2].weight) and torch.equal(b1, ref[2].bias)
-    # Hidden layer: bias fused into the activation; output layer: bias in the matmul epilogue.
-    assert isinstance(mine.layers[1], cnn.BiasAct) and mine.layers[1].act == "gelu"
-    assert isinstance(mine.layers[2], cnn.Linear) and mine.layers[2].bias is b1 and len(mine.layers) == 3
+    # Hidden layer: bias and activation in the GEMM's epilogue (linear_act); output layer: bias
+    # in the matmul epilogue.
+    assert isinstance(mine.layers[0], cnn.LinearAct) and mine.layers[0].act == "gelu"
+    assert isinstance(mine.layers[1], cnn.Linear) and mine.layers[1].bias is b1 and len(mine.layers) == 2
 
 
 @pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if HAS_CUDA else []))

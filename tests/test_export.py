@@ -35,6 +35,7 @@ EXPECTED_OPS = {
     "mm",
     "addmm",
     "linear",
+    "linear_act",
     "bias_act",
     "add",
     "mul",
@@ -58,6 +59,7 @@ class AllOps(nn.Module):
         self.c = param(D_OUT)  # addmm's self, broadcast over rows
         self.w3 = param(HIDDEN, D_OUT)  # mm operand
         self.scale = param(D_OUT, scale=1.0)  # mul's per-feature vector
+        self.w4 = param(D_OUT, D_IN)  # linear_act weight (its bias: self.c)
 
     def forward(self, x):
         h = cudasteps.linear(x, self.w1, self.b1)  # [B, H]
@@ -67,6 +69,7 @@ class AllOps(nn.Module):
         y = cudasteps.addmm(self.c, hc, self.w2, beta=0.5, alpha=2.0)  # [B, O]
         z = cudasteps.mm(cudasteps.transpose(ht), self.w3)  # [B, O]
         y = cudasteps.add(y, z, alpha=0.5)
+        y = cudasteps.add(y, cudasteps.linear_act(x, self.w4, self.c, "silu"))
         y = cudasteps.mul(y, self.scale)
         yt = torch.empty(y.shape[1], y.shape[0], dtype=y.dtype, device=y.device)
         cudasteps.transpose_(yt, y)  # [O, B]
@@ -81,6 +84,7 @@ def _reference(model, x):
     x = x.double()
     h = torch.nn.functional.gelu(x @ p["w1"].t() + p["b1"] + p["b2"])
     y = 0.5 * p["c"] + 2.0 * (h @ p["w2"]) + 0.5 * (h @ p["w3"])
+    y = y + torch.nn.functional.silu(x @ p["w4"].t() + p["c"])
     y = y * p["scale"]
     return y.sum(1), y.t()
 

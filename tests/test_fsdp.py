@@ -156,7 +156,8 @@ def test_fsdp2_cuda_nccl():
 
 def test_mlp_modules_shard_like_torch_linears():
     # FSDP2 shards each parameter on dim 0: the cudasteps MLP has the same parameter shapes as
-    # the torch.nn stack, only split differently between modules (hidden biases on BiasAct).
+    # the torch.nn stack (a hidden layer is a LinearAct, a Sequential of a Linear and its
+    # activation, as in the torch.nn stack).
     ref = train_ddp.build_model("torch", DIMS, "gelu", seed=0)
     ours = train_ddp.build_model("cudasteps", DIMS, "gelu", seed=0)
     assert isinstance(ours, cnn.MLP)

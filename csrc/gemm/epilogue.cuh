@@ -5,12 +5,19 @@
 //   value(m, n, acc)                  alpha * acc + beta * addend[m * s0 + n * s1], in fp32
 //   store_one(m, n, acc)              value(), cast to the output type (Elem<T>), bounds-checked
 //   store_pair(m, n, acc0, acc1)      two neighbours (n even): one 32/64-bit store where it can
+//   fused() / activated<A>(p, add)    linear_act's activation: out = act(alpha * acc + beta * C),
+//                                     aux = alpha * acc (the Hopper kernel applies it as it stages
+//                                     its TMA stores, tc/sm90/epilogue.cuh; store_one_fused for
+//                                     single elements: split-K's reduce)
 //
 // The Hopper kernels also stage outputs through shared memory for TMA stores
 // (tc/sm90/epilogue.cuh); they take each element's value from value(), so every path computes the
 // same numbers. Fused epilogues (activation, bias gradients, FP8 outputs) belong here: one place,
-// every kernel. The SGEMM's epilogue (sgemm/epilogue.cuh) computes the same alpha * acc +
-// beta * addend in fp32 with its own 16-byte stores.
+// every kernel. The activation is bias_act's own functor (elementwise/functors.h: BiasActOpFor,
+// FastGelu for 16-bit outputs), so linear_act fused and linear followed by bias_act compute the
+// same function, the fused one on the unrounded product. The SGEMM's epilogue
+// (sgemm/epilogue.cuh) computes the same alpha * acc + beta * addend in fp32 with its own 16-byte
+// stores.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,6 +26,7 @@
 
 #include <cstdint>
 
+#include "elementwise/functors.h"
 #include "gemm/tc/tc_gemm.h"
 
 namespace cudasteps {
@@ -71,6 +79,8 @@ struct Epilogue {
   float alpha, beta;
   const E* addend;  // nullptr: none
   int64_t add_s0, add_s1;
+  elementwise::Act act;  // linear_act's activation (TcProblem::act)
+  E* aux;                // nullptr: none (TcProblem::aux)
 
   static Epilogue from(const TcProblem& p) {
     Epilogue e;
@@ -83,7 +93,39 @@ struct Epilogue {
     e.addend = p.beta != 0.f ? static_cast<const E*>(p.addend) : nullptr;
     e.add_s0 = p.add_s0;
     e.add_s1 = p.add_s1;
+    e.act = p.act;
+    e.aux = static_cast<E*>(p.aux);
     return e;
+  }
+
+  __host__ __device__ __forceinline__ bool fused() const {
+    return act != elementwise::Act::kNone || aux != nullptr;
+  }
+
+  // act(product + add) in fp32, with bias_act's functor for this output type.
+  template <elementwise::Act A>
+  static __device__ __forceinline__ float activated(float product, float add) {
+    return elementwise::BiasActOpFor<A, E>()(product, add);  // FastGelu for 16-bit E
+  }
+
+  // One element of the fused stage (split-K's reduce; the Hopper kernel stages whole fragments,
+  // tc/sm90/epilogue.cuh): aux = alpha * acc, out = act(alpha * acc + beta * addend).
+  __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {
+    if (m >= M || n >= N) return;
+    const float product = alpha * acc;
+    const float add =
+        addend != nullptr ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1]) : 0.f;
+    if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(product);
+    using elementwise::Act;
+    float v;
+    switch (act) {
+      case Act::kRelu: v = activated<Act::kRelu>(product, add); break;
+      case Act::kGelu: v = activated<Act::kGelu>(product, add); break;
+      case Act::kGeluTanh: v = activated<Act::kGeluTanh>(product, add); break;
+      case Act::kSilu: v = activated<Act::kSilu>(product, add); break;
+      default: v = product + add;
+    }
+    out[m * ldo + n] = Elem<T>::from_float(v);
   }
 
   __device__ __forceinline__ float value(int64_t m, int64_t n, float acc) const {

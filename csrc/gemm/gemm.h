@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "common/checks.h"
+#include "elementwise/elementwise.h"  // parse_act: linear_act's activation names
 
 namespace cudasteps {
 namespace gemm {
@@ -22,6 +24,9 @@ inline const char* torch_counterpart(const char* op) {
   const std::string name(op);
   if (name == "addmm") return "torch.addmm";
   if (name == "linear") return "torch.nn.functional.linear";
+  if (name == "linear_act" || name == "linear_act_aux" || name == "ladder_linear_act") {
+    return "torch.nn.functional.linear";
+  }
   return "torch.mm";
 }
 
@@ -77,8 +82,7 @@ inline void check_addmm_self(const at::Tensor& self, const at::Tensor& mat1, int
 
 // linear: input [..., K], weight [N, K], bias [N] (or broadcastable to it) or None.
 inline void check_linear_args(const at::Tensor& input, const at::Tensor& weight,
-                              const c10::optional<at::Tensor>& bias) {
-  constexpr const char* op = "linear";
+                              const c10::optional<at::Tensor>& bias, const char* op = "linear") {
   check_defined(input, op, "input");
   check_defined(weight, op, "weight");
   check_min_dim(input, 1, op, "input");
@@ -99,6 +103,27 @@ inline void check_linear_args(const at::Tensor& input, const at::Tensor& weight,
                     b.sizes());
   }
 }
+
+// linear_act / linear_act_aux: linear's arguments (bias exactly [N]: it is bias_act's bias too)
+// and an activation name; returns the activation.
+inline elementwise::Act check_linear_act_args(const at::Tensor& input, const at::Tensor& weight,
+                                              const c10::optional<at::Tensor>& bias,
+                                              c10::string_view act, const char* op) {
+  check_linear_args(input, weight, bias, op);
+  if (bias.has_value() && bias->defined()) {
+    CUDASTEPS_CHECK(bias->dim() == 1, op, "bias must have shape [", weight.size(0), "], got shape ",
+                    bias->sizes());
+  }
+  return elementwise::parse_act(act, op);
+}
+
+// linear_act's two-pass form, (bias_act(linear(input, weight), bias, act), that product): the CPU
+// kernel, and the CUDA kernel where the fused epilogue does not run (linear_act.cpp). Arguments
+// checked by the caller.
+std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
+                                                       const at::Tensor& weight,
+                                                       const c10::optional<at::Tensor>& bias,
+                                                       c10::string_view act);
 
 // One GEMM operand as the kernels see it: element (r, c) of a rows x cols matrix sits at
 //   ptr[r * ld + c]  (row-major, col_major == false)   or   ptr[c * ld + r]  (col_major == true).

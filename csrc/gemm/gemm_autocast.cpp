@@ -60,18 +60,46 @@ at::Tensor linear_autocast(const at::Tensor& input, const at::Tensor& weight,
   return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias));
 }
 
+// linear_act and linear_act_aux cast as linear does (bias too: the epilogue reads it in the
+// output's dtype, as nn.Linear's bias is cast under autocast).
+template <c10::DeviceType Device>
+at::Tensor linear_act_autocast(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                             const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias), act);
+}
+
+template <c10::DeviceType Device>
+std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& input,
+                                                           const at::Tensor& weight,
+                                                           const c10::optional<at::Tensor>& bias,
+                                                           c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act_aux");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias), act);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
   m.impl("mm", &mm_autocast<c10::DeviceType::CUDA>);
   m.impl("addmm", &addmm_autocast<c10::DeviceType::CUDA>);
   m.impl("linear", &linear_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CUDA>);
 }
 
 TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
   m.impl("mm", &mm_autocast<c10::DeviceType::CPU>);
   m.impl("addmm", &addmm_autocast<c10::DeviceType::CPU>);
   m.impl("linear", &linear_autocast<c10::DeviceType::CPU>);
+  m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CPU>);
+  m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CPU>);
 }
 
 }  // namespace cudasteps

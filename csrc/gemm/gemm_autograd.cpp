@@ -1,7 +1,7 @@
-// Autograd for mm, addmm and linear. The backward runs cudasteps::mm on transposed views, which
-// the kernels read in place (a transposed view is a column-major operand), so training with
-// cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
-// reductions through cudasteps::sum.
+// Autograd for mm, addmm, linear and linear_act. The backward runs cudasteps::mm on transposed
+// views, which the kernels read in place (a transposed view is a column-major operand), so training
+// with cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
+// reductions through cudasteps::sum, or (linear_act) the column sums of bias_act_backward.
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -31,6 +31,36 @@ at::Tensor linear_call(const at::Tensor& input, const at::Tensor& weight,
           "linear");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   return op.call(input, weight, bias);
+}
+
+std::tuple<at::Tensor, at::Tensor> linear_act_aux_call(const at::Tensor& input,
+                                                       const at::Tensor& weight,
+                                                       const c10::optional<at::Tensor>& bias,
+                                                       c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act_aux");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(input, weight, bias, act);
+}
+
+at::Tensor linear_act_call(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                             const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(input, weight, bias, act);
+}
+
+// bias_act's backward, with autograd on (called from a backward).
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_call(
+    const at::Tensor& grad, const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+    c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>>(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "bias_act_backward");
+  return op.call(grad, x, bias, act);
 }
 
 at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim) {
@@ -148,6 +178,60 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
   }
 };
 
+// linear_act_aux: out = act(input @ weight^T + bias) and product = input @ weight^T. The backward
+// adds the two outputs' paths into the product's gradient: bias_act_backward turns grad_out into
+// grad_out * act'(product + bias) and its column sums (the bias gradient) in one pass, plus
+// grad_product where the product itself was used; then linear's two GEMMs. linear_act records this
+// Function and returns its first output.
+class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
+                               const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                               c10::string_view act) {
+    auto [out, product] = linear_act_aux_call(input, weight, bias, act);
+    // An output nobody used gets an undefined gradient, not a tensor of zeros to add.
+    ctx->set_materialize_grads(false);
+    const bool has_bias = bias.has_value() && bias->defined();
+    ctx->save_for_backward({input, weight, product, has_bias ? *bias : at::Tensor()});
+    ctx->saved_data["act"] = std::string(act);
+    return {out, product};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& product = saved[2];
+    const c10::optional<at::Tensor> bias =
+        saved[3].defined() ? c10::optional<at::Tensor>(saved[3]) : c10::nullopt;
+    const c10::SymInt K = weight.sym_size(1), N = weight.sym_size(0);
+    c10::SymInt rows = 1;
+    for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.sym_size(d);
+    at::Tensor grad_product, grad_bias;
+    if (grad_outputs[0].defined()) {
+      auto grads = bias_act_backward_call(grad_outputs[0].reshape_symint({rows, N}),
+                                          product.reshape_symint({rows, N}), bias,
+                                          ctx->saved_data["act"].toStringRef());
+      grad_product = std::get<0>(grads);
+      if (std::get<1>(grads).has_value()) grad_bias = *std::get<1>(grads);
+    }
+    if (grad_outputs[1].defined()) {
+      const at::Tensor g = grad_outputs[1].reshape_symint({rows, N});
+      grad_product = grad_product.defined() ? grad_product.add(g) : g;
+      if (bias.has_value() && !grad_bias.defined()) grad_bias = at::zeros_like(*bias);
+    }
+    at::Tensor grad_input, grad_weight;
+    if (grad_product.defined() && ctx->needs_input_grad(0)) {
+      grad_input = mm_call(grad_product, weight).view_symint(input.sym_sizes());
+    }
+    if (grad_product.defined() && ctx->needs_input_grad(1)) {
+      grad_weight = mm_call(grad_product.t(), input.reshape_symint({rows, K}));
+    }
+    // An absent bias is no input of the graph (no edge to ask about).
+    if (!bias.has_value() || !ctx->needs_input_grad(2)) grad_bias = at::Tensor();
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+  }
+};
+
 at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
   if (!needs_grad(self, mat2)) return mm_call(self, mat2);
   return MmFunction::apply(self, mat2);
@@ -165,12 +249,36 @@ at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight,
   return LinearFunction::apply(input, weight, bias);
 }
 
+std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& input,
+                                                           const at::Tensor& weight,
+                                                           const c10::optional<at::Tensor>& bias,
+                                                           c10::string_view act) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    return linear_act_aux_call(input, weight, bias, act);
+  }
+  auto outs = LinearActFunction::apply(input, weight, bias, act);
+  return {outs[0], outs[1]};
+}
+
+// With act "none" linear_act is linear (no product to save); otherwise LinearActFunction, whose
+// saved product is all its backward reads besides input and weight.
+at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    return linear_act_call(input, weight, bias, act);
+  }
+  if (act == "none") return linear_autograd(input, weight, bias);
+  return LinearActFunction::apply(input, weight, bias, act)[0];
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("mm", &mm_autograd);
   m.impl("addmm", &addmm_autograd);
   m.impl("linear", &linear_autograd);
+  m.impl("linear_act", &linear_act_autograd);
+  m.impl("linear_act_aux", &linear_act_aux_autograd);
 }
 
 }  // namespace cudasteps

@@ -1,7 +1,9 @@
-// CUDA mm / addmm / linear: the op layer of the gemm family. Checks the arguments (gemm.h), turns
-// each op into one problem, out = alpha * a @ b + beta * addend, and sends it down one of two
-// paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32 switch is
-// on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64).
+// CUDA mm / addmm / linear / linear_act: the op layer of the gemm family. Checks the arguments
+// (gemm.h), turns each op into one problem, out = alpha * a @ b + beta * addend, and sends it down
+// one of two paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32
+// switch is on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64). linear_act
+// runs linear then bias_act (linear_act.cpp); the same with the bias and activation in the
+// tensor-core epilogue (Hopper) is ladder_linear_act's "fused" step until it measures faster.
 //
 // Tensor cores for float32: torch.backends.cuda.matmul.allow_tf32, or
 // set_float32_matmul_precision "high"/"medium", read from at::globalContext() per call, as
@@ -11,9 +13,15 @@
 // extra passes over ATen's headers. Empty in a build without CUDA.
 #ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/Context.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <climits>
+#include <tuple>
+
 #include "gemm/gemm_cuda.h"
+#include "gemm/gemv/gemv.h"  // kGemvMaxTokens
 
 namespace cudasteps {
 namespace gemm {
@@ -58,6 +66,100 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
   return out.view(linear_out_shape(input, N));
 }
 
+// Whether linear_act runs fused for x [M, K] @ weight^T: where the dispatcher's product would
+// run tc:ws_persistent's kernel anyway (tensor-core dtypes on a Hopper GPU; more than
+// kGemvMaxTokens rows and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the
+// output rows are a 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the
+// bias is contiguous with its pairs aligned, and K is not 0 (the product is then just the bias).
+// Elsewhere the two-pass form runs: the same GEMM, then bias_act. Called under the device guard of
+// x's device.
+bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias) {
+  // The epilogue reads the bias in pairs of elements (aligned to two of them).
+  if (bias.has_value() && bias->defined() &&
+      (bias->stride(0) != 1 ||
+       reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
+    return false;
+  }
+  const auto dtype = x.scalar_type();
+  const bool tc = dtype == at::kHalf || dtype == at::kBFloat16 ||
+                  (dtype == at::kFloat && at::globalContext().allowTF32CuBLAS());
+  const int64_t M = x.size(0), N = weight.size(0), K = weight.size(1);
+  return tc && tc_hopper_available() && M > kGemvMaxTokens && N > kGemvMaxTokens && K > 0 &&
+         (N * x.element_size()) % 16 == 0 && std::max({M, N, K}) < INT_MAX;
+}
+
+// Whether linear_act and linear_act_aux run the fused epilogue where it can run. Not yet: measured
+// on an H100 (scripts/bench_cases.py gemm.run_linear_act, the benchmark's linear_act rows, bf16,
+// bias + gelu_tanh), the fused kernel took 0.56 ms against 0.48 ms for linear then bias_act at
+// 8192 x 2048 -> 8192, and 0.66 ms against 0.57 ms at 4096 x 4096 -> 11008: its epilogue waits on
+// its bias loads (tc/sm90/epilogue.cuh, load_bias_pairs). Until it runs faster, the ops run the
+// two passes everywhere, and ladder_linear_act's "fused" step runs the epilogue.
+constexpr bool kFuseByDefault = false;
+
+// How linear_act_impl computes: kAuto (the ops: fused where kFuseByDefault and it can run), or a
+// ladder step's form, forced.
+enum class LinearActForm { kAuto, kTwoPass, kFused };
+
+// linear_act (want_aux false: the product is not returned), linear_act_aux, ladder_linear_act.
+std::tuple<at::Tensor, at::Tensor> linear_act_impl(
+    const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+    c10::string_view act_name, bool want_aux, const char* op,
+    LinearActForm form = LinearActForm::kAuto) {
+  const elementwise::Act act = check_linear_act_args(input, weight, bias, act_name, op);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor x = flatten_input(input);
+  const bool can_fuse = linear_act_fuses(x, weight, bias);
+  CUDASTEPS_CHECK(form != LinearActForm::kFused || can_fuse, op,
+                  "the fused epilogue needs a compute capability 9.0 GPU (and a build for it), "
+                  "bfloat16 or float16 operands (or float32 with TF32 on), more than ",
+                  kGemvMaxTokens, " rows and output features, output rows of a 16-byte multiple "
+                  "and a contiguous bias aligned to two elements; got input ",
+                  input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
+  const bool fused = form == LinearActForm::kFused ||
+                     (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);
+  if (!fused) return linear_act_two_pass(input, weight, bias, act_name);
+  const int64_t N = weight.size(0);
+  const bool has_bias = bias.has_value() && bias->defined();
+  Addend add;
+  if (has_bias) add = make_bias_addend(*bias, N);
+  TcFusion fusion;
+  fusion.act = act;
+  fusion.want_aux = want_aux;
+  const at::Tensor out = tc_gemm_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0,
+                                      tc_type_of(x.scalar_type()), TcKernel::kWsPersistent, -1, {},
+                                      &fusion);
+  const auto shape = linear_out_shape(input, N);
+  return {out.view(shape), want_aux ? fusion.aux.view(shape) : at::Tensor()};
+}
+
+at::Tensor linear_act_cuda(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  return std::get<0>(linear_act_impl(input, weight, bias, act, false, "linear_act"));
+}
+
+std::tuple<at::Tensor, at::Tensor> linear_act_aux_cuda(const at::Tensor& input,
+                                                       const at::Tensor& weight,
+                                                       const c10::optional<at::Tensor>& bias,
+                                                       c10::string_view act) {
+  return linear_act_impl(input, weight, bias, act, true, "linear_act_aux");
+}
+
+// The ladder of linear_act's forms, each returning (out, product): "two_pass" (linear, then
+// bias_act) and "fused" (the bias and activation in tc:ws_persistent's epilogue, which also writes
+// the product; Hopper only, and refused where it cannot run).
+std::tuple<at::Tensor, at::Tensor> ladder_linear_act_cuda(const at::Tensor& input,
+                                                          const at::Tensor& weight,
+                                                          const c10::optional<at::Tensor>& bias,
+                                                          c10::string_view act,
+                                                          c10::string_view variant) {
+  constexpr const char* op = "ladder_linear_act";
+  CUDASTEPS_CHECK(variant == "two_pass" || variant == "fused", op,
+                  "variant must be one of two_pass, fused, got '", std::string(variant), "'");
+  const LinearActForm form = variant == "fused" ? LinearActForm::kFused : LinearActForm::kTwoPass;
+  return linear_act_impl(input, weight, bias, act, true, op, form);
+}
+
 }  // namespace
 }  // namespace gemm
 
@@ -65,6 +167,9 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("mm", &gemm::mm_cuda);
   m.impl("addmm", &gemm::addmm_cuda);
   m.impl("linear", &gemm::linear_cuda);
+  m.impl("linear_act", &gemm::linear_act_cuda);
+  m.impl("linear_act_aux", &gemm::linear_act_aux_cuda);
+  m.impl("ladder_linear_act", &gemm::ladder_linear_act_cuda);
 }
 
 }  // namespace cudasteps

@@ -52,14 +52,26 @@ enum class TcKernel {
   kGemvMma
 };
 
+// linear_act's fused epilogue, asked of tc_gemm_cuda: out = act(alpha * a @ b + beta * addend),
+// and, with want_aux, `aux` set to alpha * a @ b ([M, N], contiguous, out's dtype). Only
+// tc:ws_persistent's kernel (Hopper) runs it, with M, N and K all positive: the op layer decides
+// (gemm_cuda.cpp, linear_act) and runs the two-pass form otherwise.
+struct TcFusion {
+  elementwise::Act act = elementwise::Act::kNone;
+  bool want_aux = false;
+  at::Tensor aux;
+};
+
 // out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or
 // float32 with type kTF32. Any strides (operands the chosen kernel cannot read in place are
 // repacked or transposed first). cp_async_config: a tc_cp_async config index for kCpAsync (-1:
 // chosen by shape). tuning: forced tile width / split-K of the Hopper persistent kernels (sweeps),
-// or (tuning.splits) the blocks that share K in the gemv mma step.
+// or (tuning.splits) the blocks that share K in the gemv mma step. fusion: linear_act's epilogue
+// (kernel must be kWsPersistent).
 at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                         double beta, TcType type, TcKernel kernel = TcKernel::kAuto,
-                        int cp_async_config = -1, TcTuning tuning = {});
+                        int cp_async_config = -1, TcTuning tuning = {},
+                        TcFusion* fusion = nullptr);
 
 // The TcType of a bf16/fp16 tensor, or kTF32 for float32.
 TcType tc_type_of(at::ScalarType dtype);

@@ -1,4 +1,5 @@
-"""gemm family: ``mm``, ``addmm`` and ``linear`` on CUDA cores and tensor cores (csrc/gemm).
+"""gemm family: ``mm``, ``addmm``, ``linear`` and ``linear_act`` (linear + bias + activation in the
+GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm).
 
 * bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
   Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
@@ -24,7 +25,11 @@ from . import _checks
 
 _ops = torch.ops.cudasteps
 # The hot ops' overloads, bound once: calling an OpOverload skips the packet's overload lookup.
-_mm, _linear = _ops.mm.default, _ops.linear.default
+_mm, _linear, _linear_act = _ops.mm.default, _ops.linear.default, _ops.linear_act.default
+# linear_act's activations (elementwise.ACTIVATIONS; the same names as bias_act).
+_ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
+# linear_act's ladder (run_linear_act_ladder): two passes, then the fused epilogue.
+LINEAR_ACT_LADDER = ("two_pass", "fused")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -117,6 +122,12 @@ TC_HOPPER_STEPS = (
     "tc:ws_pingpong",
     "tc:ws_tf32_rs",
 )
+# Hopper steps that only the ladder runs (``tc:final`` runs ``tc:ws_persistent``'s kernel): for
+# bf16 and fp16 they are built for one layout, row-major ``a`` and row-major ``b`` (the layout of
+# the benchmark's ladder rows), and other layouts are transposed into it first, so they give the
+# right product in every layout but time a transpose there. TF32 transposes MN-major operands for
+# every Hopper step but tc:ws_tf32_rs.
+TC_HOPPER_NN_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_multicast", "tc:ws_pingpong")
 # Hopper steps for float32 (TF32) alone, outside TC_LADDER: tc:ws_tf32_rs reads one MN-major
 # operand (a column-major ``a`` or a row-major ``b``) into wgmma's register operand instead of
 # transposing it. tc:final runs it for such TF32 products when the output needs no split-K.
@@ -137,7 +148,14 @@ GEMV_LADDER = (
 )
 GEMV_MAX_TOKENS = 16
 
-_COUNTERPART = {"mm": "torch.mm", "addmm": "torch.addmm", "linear": "torch.nn.functional.linear"}
+_COUNTERPART = {
+    "mm": "torch.mm",
+    "addmm": "torch.addmm",
+    "linear": "torch.nn.functional.linear",
+    "linear_act": "torch.nn.functional.linear",
+    "linear_act_aux": "torch.nn.functional.linear",
+    "ladder_linear_act": "torch.nn.functional.linear",
+}
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -172,6 +190,41 @@ def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     The dtypes of :func:`mm`. Differentiable in all three.
     """
     return _linear(input, weight, bias)
+
+
+def linear_act(
+    input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, act: str = "gelu"
+) -> torch.Tensor:
+    """``act(input @ weight.T + bias)``: :func:`linear` followed by ``cudasteps.bias_act``, in one op.
+
+    ``act`` is one of ``none``, ``relu``, ``gelu``, ``gelu_tanh``, ``silu`` (as ``bias_act``).
+    ``bias`` [N] or None, in the dtype of ``input`` (autocast casts all three, as for
+    :func:`linear`). It runs ``linear`` (the GEMM, no bias) then ``bias_act`` (the bias and the
+    activation in one pass). Differentiable in all three: training saves the product
+    ``input @ weight.T``, and the backward is ``bias_act_backward`` on it (the activation's
+    derivative and the bias gradient in one pass), then linear's two GEMMs.
+
+    The same with the bias and activation in the GEMM's epilogue (Hopper) is the ``fused`` step of
+    :data:`LINEAR_ACT_LADDER` (:func:`run_linear_act_ladder`); it measured slower than the two
+    passes so far, so the op does not run it yet.
+    """
+    if act == "gelu":
+        return _linear_act(input, weight, bias)
+    return _linear_act(input, weight, bias, act)
+
+
+def run_linear_act_ladder(
+    variant: str, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], act: str
+) -> tuple:
+    """One step of linear_act's ladder (CUDA): ``(out, product)``, ``product = input @ weight.T``.
+
+    ``two_pass``: ``linear`` then ``bias_act`` (what :func:`linear_act` runs). ``fused``: the bias
+    and the activation in the epilogue of the Hopper GEMM, on the fp32 product before it is
+    rounded, which also writes the product; it needs a compute capability 9.0 GPU, bf16/fp16 (or
+    float32 with TF32 on), more than 16 rows and output features, output rows of a 16-byte
+    multiple and a contiguous, pair-aligned bias, and raises otherwise.
+    """
+    return _ops.ladder_linear_act(input, weight, bias, act, variant)
 
 
 def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -243,9 +296,7 @@ def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1):
     return mat1.new_empty((m, n))
 
 
-@torch.library.register_fake("cudasteps::linear")
-def _linear_fake(input, weight, bias=None):
-    op = "linear"
+def _check_linear(input, weight, bias, op):
     _checks.check(
         input.dim() >= 1,
         op,
@@ -270,7 +321,44 @@ def _linear_fake(input, weight, bias=None):
             op,
             f"bias must have shape [{weight.shape[0]}] (or one element), got shape {list(bias.shape)}",
         )
+
+
+@torch.library.register_fake("cudasteps::linear")
+def _linear_fake(input, weight, bias=None):
+    _check_linear(input, weight, bias, "linear")
     return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+def _check_linear_act(input, weight, bias, act, op):
+    _check_linear(input, weight, bias, op)
+    if bias is not None:
+        _checks.check(
+            bias.dim() == 1, op, f"bias must have shape [{weight.shape[0]}], got shape {list(bias.shape)}"
+        )
+    _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
+
+
+@torch.library.register_fake("cudasteps::linear_act")
+def _linear_act_fake(input, weight, bias=None, act="gelu"):
+    _check_linear_act(input, weight, bias, act, "linear_act")
+    return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+@torch.library.register_fake("cudasteps::linear_act_aux")
+def _linear_act_aux_fake(input, weight, bias, act):
+    _check_linear_act(input, weight, bias, act, "linear_act_aux")
+    shape = (*input.shape[:-1], weight.shape[0])
+    return input.new_empty(shape), input.new_empty(shape)
+
+
+@torch.library.register_fake("cudasteps::ladder_linear_act")
+def _ladder_linear_act_fake(input, weight, bias, act, variant):
+    op = "ladder_linear_act"
+    steps = ", ".join(LINEAR_ACT_LADDER)
+    _checks.check(variant in LINEAR_ACT_LADDER, op, f"variant must be one of {steps}, got '{variant}'")
+    _check_linear_act(input, weight, bias, act, op)
+    shape = (*input.shape[:-1], weight.shape[0])
+    return input.new_empty(shape), input.new_empty(shape)
 
 
 @torch.library.register_fake("cudasteps::ladder_mm")

@@ -4,10 +4,12 @@
   ``bias``, initialisation and ``state_dict``), running ``torch.ops.cudasteps.linear``.
 * :class:`BiasAct`: ``act(x + bias)`` with a learnable bias, one fused kernel each way.
 * :class:`GELU`, :class:`ReLU`, :class:`SiLU`: bias-free activations (``bias_act`` with no bias).
-* :class:`MLP`: ``Linear(bias=False) -> BiasAct`` per hidden layer, so that each bias add is fused
-  into the activation that follows it (and into its backward's bias-gradient reduction), and a
-  plain ``Linear`` (bias fused into the matmul epilogue) for the output layer, which has no
-  activation to fuse with.
+* :class:`LinearAct`: a drop-in for ``nn.Sequential(nn.Linear, nn.GELU())`` (or ReLU, SiLU) whose
+  forward is one ``cudasteps.linear_act``: the GEMM, then the bias and the activation in one pass
+  (and in the backward the activation's derivative and the bias gradient in one pass). Same
+  ``state_dict`` keys as that Sequential (``0.weight``, ``0.bias``).
+* :class:`MLP`: a :class:`LinearAct` per hidden layer, and a plain ``Linear`` (bias fused into the
+  matmul epilogue) for the output layer, which has no activation to fuse with.
 
 Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``linear``, so under
 ``torch.autocast(dtype=torch.bfloat16)`` a :class:`Linear` casts its input and fp32 parameters to
@@ -25,7 +27,7 @@ from torch import nn
 
 from . import elementwise as _ew
 
-__all__ = ["Linear", "BiasAct", "GELU", "ReLU", "SiLU", "MLP"]
+__all__ = ["Linear", "BiasAct", "GELU", "ReLU", "SiLU", "LinearAct", "MLP"]
 
 
 class Linear(nn.Module):
@@ -60,8 +62,13 @@ class Linear(nn.Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.cudasteps.linear(x, self.weight, self.bias)
+    def forward(self, x: torch.Tensor, act: str = "none") -> torch.Tensor:
+        # act: the activation a LinearAct that holds this layer applies in the epilogue. Passed
+        # through this call (not read off self.weight by the LinearAct) so that hooks on this
+        # module, such as FSDP2's unsharding of its parameters, run.
+        if act == "none":
+            return torch.ops.cudasteps.linear(x, self.weight, self.bias)
+        return torch.ops.cudasteps.linear_act(x, self.weight, self.bias, act)
 
     def extra_repr(self) -> str:
         return (
@@ -130,27 +137,65 @@ class SiLU(_Act):
     _act = "silu"
 
 
+_ACT_MODULES = {
+    "relu": lambda: ReLU(),
+    "gelu": lambda: GELU(),
+    "gelu_tanh": lambda: GELU("tanh"),
+    "silu": lambda: SiLU(),
+}
+
+
+class LinearAct(nn.Sequential):
+    """``act(x @ weight.T + bias)``: ``Linear`` then an activation, run as one ``linear_act``.
+
+    A drop-in for ``nn.Sequential(nn.Linear(in_features, out_features, bias), nn.GELU())`` (``act``
+    ``"gelu"``; ``"gelu_tanh"``, ``"relu"``, ``"silu"`` for ``nn.GELU("tanh")``, ``nn.ReLU``,
+    ``nn.SiLU``): it is such a Sequential of a :class:`Linear` and the cudasteps activation module,
+    so indexing (``m[0].weight``), initialisation and ``state_dict`` keys (``0.weight``,
+    ``0.bias``) are the same, and state dicts load both ways. Only ``forward`` differs: one
+    ``cudasteps.linear_act`` call (the GEMM, then the bias and the activation in one pass).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        act: str = "gelu",
+        device=None,
+        dtype=None,
+    ):
+        if act not in _ACT_MODULES:
+            raise ValueError(f"act must be one of {', '.join(_ACT_MODULES)}, got '{act}'")
+        linear = Linear(in_features, out_features, bias, device=device, dtype=dtype)
+        super().__init__(linear, _ACT_MODULES[act]())
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self[0](x, self.act)  # the activation module at [1] is for structure and repr only
+
+
 class MLP(nn.Module):
     """A multilayer perceptron ``dims[0] -> dims[1] -> ... -> dims[-1]``.
 
-    Each hidden layer is ``Linear(dims[i], dims[i+1], bias=False)`` followed by
-    ``BiasAct(dims[i+1], act)``; the output layer (logits, no activation) is ``Linear(dims[-2],
-    dims[-1])`` with its bias added in the matmul's epilogue. No bias add costs a pass of its own,
-    forward or backward. Parameters are initialised as a stack of ``torch.nn.Linear`` +
-    activation would be (each bias from U(+-1/sqrt(fan_in))); :meth:`linear_params` lists each
-    layer's (weight, bias), and :meth:`load_from_torch_linears` copies those of such a stack in.
+    Each hidden layer is a :class:`LinearAct` (``dims[i] -> dims[i+1]``: the GEMM, then the bias
+    and activation in one pass, and in the backward the activation's derivative and the bias
+    gradient in one pass over the saved product); the output layer (logits, no activation) is
+    ``Linear(dims[-2], dims[-1])`` with its bias added in the matmul's epilogue. No bias add costs
+    a pass of its own, forward or backward. Parameters are initialised as a stack of
+    ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
+    bias), and :meth:`load_from_torch_linears` copies those of such a stack in.
     """
 
     def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None):
         super().__init__()
         if len(dims) < 2:
             raise ValueError(f"dims must list at least an input and an output size, got {list(dims)}")
-        layers = []
-        for i in range(len(dims) - 2):
-            linear = Linear(dims[i], dims[i + 1], bias=False, device=device, dtype=dtype)
-            bias_act = BiasAct(dims[i + 1], act, device=device, dtype=dtype)
-            bias_act.reset_parameters(fan_in=dims[i])
-            layers += [linear, bias_act]
+        if act not in _ACT_MODULES:
+            raise ValueError(f"act must be one of {', '.join(_ACT_MODULES)}, got '{act}'")
+        layers = [
+            LinearAct(dims[i], dims[i + 1], act=act, device=device, dtype=dtype) for i in range(len(dims) - 2)
+        ]
         layers.append(Linear(dims[-2], dims[-1], device=device, dtype=dtype))
         self.layers = nn.Sequential(*layers)
         self.dims = list(dims)
@@ -161,7 +206,7 @@ class MLP(nn.Module):
 
     def linear_params(self) -> list:
         """``[(weight, bias), ...]``, one pair per layer, input layer first."""
-        hidden = [(self.layers[2 * i].weight, self.layers[2 * i + 1].bias) for i in range(len(self.dims) - 2)]
+        hidden = [(layer[0].weight, layer[0].bias) for layer in self.layers[:-1]]
         return hidden + [(self.layers[-1].weight, self.layers[-1].bias)]
 
     def load_from_torch_linears(self, linears: Sequence[nn.Linear]) -> None:

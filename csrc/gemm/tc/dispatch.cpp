@@ -48,6 +48,12 @@ bool is_hopper_kernel(TcKernel k) {
          k == TcKernel::kFinal;
 }
 
+// The Hopper ladder steps that tc:final never runs (built in one 16-bit layout only).
+bool is_hopper_ladder_only(TcKernel k) {
+  return k == TcKernel::kWgmma || k == TcKernel::kWgmmaTma || k == TcKernel::kWsMulticast ||
+         k == TcKernel::kWsPingPong;
+}
+
 // The few-row path's ladder steps (gemv/gemv.h), or -1 for the other kernels.
 int gemv_step_of(TcKernel k) {
   switch (k) {
@@ -83,9 +89,15 @@ TcType tc_type_of(at::ScalarType dtype) {
 
 at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
                         double alpha, double beta, TcType type, TcKernel kernel,
-                        int cp_async_config, TcTuning tuning) {
+                        int cp_async_config, TcTuning tuning, TcFusion* fusion) {
   const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
   at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
+  if (fusion != nullptr) {
+    TORCH_CHECK(kernel == TcKernel::kWsPersistent && M > 0 && N > 0 && K > 0,
+                "cudasteps.linear_act: the fused epilogue needs tc:ws_persistent and a non-empty "
+                "product (the op layer runs the two-pass form otherwise)");
+    if (fusion->want_aux) fusion->aux = at::empty_like(out);
+  }
   if (M == 0 || N == 0) return out;
   const c10::cuda::CUDAGuard guard(a_t.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
@@ -138,7 +150,17 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     } else if (type == TcType::kTF32) {
       if (!a.k_major) a = tc_repack(a_t, a, false, true);
       if (!b.k_major) b = tc_repack(b_t, b, true, true);
+    } else if (is_hopper_ladder_only(kernel)) {
+      // bf16/fp16: the ladder-only kernels are built for A row-major and B row-major alone
+      // (ladder_kernels_built, tc/sm90/launch.cuh); other layouts are transposed into it.
+      if (!a.k_major) a = tc_repack(a_t, a, false, true);
+      if (b.k_major) b = tc_repack(b_t, b, true, false);
     }
+  }
+  if (fusion != nullptr) {
+    // linear_act's fused stage is built into the K-major layout's kernels only (x @ weight^T).
+    if (!a.k_major) a = tc_repack(a_t, a, false, true);
+    if (!b.k_major) b = tc_repack(b_t, b, true, true);
   }
   if (kernel != TcKernel::kMma) {
     if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
@@ -164,6 +186,10 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   p.add_s0 = add.s0;
   p.add_s1 = add.s1;
   p.tuning = tuning;
+  if (fusion != nullptr) {
+    p.act = fusion->act;
+    p.aux = fusion->want_aux ? fusion->aux.data_ptr() : nullptr;
+  }
 
   if (gemv_step >= 0) {
     gemv_launch(p, GemvStep(gemv_step), tuning.splits, tuning.unroll, stream);

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "elementwise/functors.h"  // Act: linear_act's fused activation
+
 namespace cudasteps {
 namespace gemm {
 
@@ -52,6 +54,11 @@ struct TcProblem {
   // broadcast addmm self); nullptr: none. Read only when beta != 0.
   const void* addend = nullptr;
   int64_t add_s0 = 0, add_s1 = 0;
+  // linear_act's fused epilogue (tc_hopper_final_launch's kernel, and split-K's reduce, only):
+  // out[m, n] = act(alpha * acc + beta * C[m, n]), and aux (when not nullptr; out's type and
+  // leading dimension) gets alpha * acc, the product before the addend, which the backward reads.
+  elementwise::Act act = elementwise::Act::kNone;
+  void* aux = nullptr;
   TcTuning tuning;
 };
 

@@ -18,6 +18,7 @@ namespace cudasteps {
 namespace gemm {
 namespace sm90 {
 
+using elementwise::Act;
 using tc::Epilogue;
 using tc::smem_u32;
 using tc::TileRaster;

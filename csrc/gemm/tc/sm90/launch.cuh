@@ -80,8 +80,24 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
   return clusters;
 }
 
+// Whether the ladder-only kernels (every HopperKernel but kWarpSpecialized, which tc:final runs)
+// are built for a (type, layout). The dispatcher never runs them, so for bf16 and fp16 they are
+// built in one layout, NN (A row-major, B row-major: mm of two row-major matrices, the layout the
+// benchmark's ladder runs), and the tc dispatcher transposes other layouts' operands into it
+// (tc_hopper_ladder_layout, tc/dispatch.cpp), as it does for TF32's MN-major operands. TF32 has
+// one layout (NT) for all of them. Building the other three 16-bit layouts' ladder kernels too
+// cost a 2-core build about a minute and the binary 7 of the 9 kernels in each of 6 units.
+template <TcType T, bool AK, bool BKm>
+constexpr bool ladder_kernels_built() {
+  return T == TcType::kTF32 || (AK && !BKm);
+}
+
 template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
+  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
+  TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized,
+              "cudasteps.mm: this Hopper ladder kernel is built for row-major A and B only (the "
+              "dispatcher transposes other layouts into it)");
   using Cfg = HopperCfg<T, BN>;
   HopperParams p;
   p.a = static_cast<const uint8_t*>(pr.a);
@@ -103,22 +119,37 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.partial = nullptr;
   p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
+  // The fused stage runs in tc:ws_persistent's staged TMA stores (or split-K's reduce), built for
+  // K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N) read
+  // in aligned pairs.
+  const bool bias_row = pr.addend == nullptr ||
+                        (pr.add_s0 == 0 && pr.add_s1 == 1 &&
+                         reinterpret_cast<uintptr_t>(pr.addend) % (2 * Cfg::kElemBytes) == 0);
+  TORCH_CHECK(!ep.fused() || (AK && BKm && which == HopperKernel::kWarpSpecialized &&
+                              p.tma_store && bias_row),
+              "cudasteps.linear_act: the fused epilogue runs in tc:ws_persistent's kernel, for "
+              "K-major operands, an output whose rows are 16-byte aligned and an aligned bias "
+              "row, only");
   const int tiles = p.raster.count();
-  if (which == HopperKernel::kCpAsync) {
-    auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
-    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
-    kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
+  if constexpr (kLadder) {
+    if (which == HopperKernel::kCpAsync) {
+      auto kernel = wgmma_cp_async_kernel<T, BN, AK, BKm>;
+      tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+      kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(p, ep);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return;
+    }
   }
   const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
-  if (which == HopperKernel::kTma) {
-    const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
-    auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
-    tc::configure_smem_once(kernel, Cfg::kSmemBytes);
-    kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
+  if constexpr (kLadder) {
+    if (which == HopperKernel::kTma) {
+      const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN);
+      auto kernel = wgmma_tma_kernel<T, BN, AK, BKm>;
+      tc::configure_smem_once(kernel, Cfg::kSmemBytes);
+      kernel<<<tiles, 256, Cfg::kSmemBytes, stream>>>(map_a, map_b, p, ep);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return;
+    }
   }
   const int sms = sm_count();
   p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
@@ -143,11 +174,13 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  if (which == HopperKernel::kPingPong) {
+  if (ctas == 1 && which != HopperKernel::kPingPong) {
+    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
+  } else if constexpr (!kLadder) {
+    // Unreachable (checked on entry); the ladder kernels below are not instantiated here.
+  } else if (which == HopperKernel::kPingPong) {
     TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
     launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
-  } else if (ctas == 1) {
-    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
   } else {
     // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
     // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
@@ -196,6 +229,8 @@ void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
   p.k_tiles_per_split = p.k_tiles;
   const CUtensorMap map_r = operand_tensor_map(r_ptr, false, rows_r, pr.K, ldr, T, Cfg::BM);
   const CUtensorMap map_s = operand_tensor_map(s_ptr, true, rows_s, pr.K, lds, T, BN);
+  TORCH_CHECK(pr.act == elementwise::Act::kNone && pr.aux == nullptr,
+              "cudasteps.linear_act: tc:ws_tf32_rs has no fused epilogue");
   auto kernel = wgmma_ws_rs_kernel<BN, kSwap>;
   tc::configure_smem_once(kernel, Cfg::kSmemBytes);
   const int grid = std::min(p.raster.count(), sm_count());

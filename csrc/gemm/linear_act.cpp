@@ -1,0 +1,63 @@
+// linear_act: linear + bias + activation as one op, act(input @ weight^T + bias), and
+// linear_act_aux, which also returns the product input @ weight^T (before the bias) that the
+// backward reads. This unit holds the op's two-pass form, which every device can run:
+//
+//   product = linear(input, weight)            (no bias: the GEMM)
+//   out     = bias_act(product, bias, act)     (the bias and the activation, one elementwise pass)
+//
+// It is the CPU kernel, and the CUDA kernel's fallback where the fused epilogue does not run
+// (gemm_cuda.cpp: fused on Hopper, in tc:ws_persistent's epilogue). Both forms compute the same
+// function (bias_act's functors); the fused one applies it to the unrounded fp32 product, the
+// two-pass one to the product rounded to the output dtype, so they agree within that rounding.
+// The backward (gemm_autograd.cpp) is bias_act_backward on the saved product, then linear's two
+// GEMMs.
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "common/typed_op.h"
+#include "gemm/gemm.h"
+
+namespace cudasteps {
+namespace gemm {
+
+std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
+                                                       const at::Tensor& weight,
+                                                       const c10::optional<at::Tensor>& bias,
+                                                       c10::string_view act) {
+  static const auto linear_op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
+          "linear");
+  static const auto bias_act_op =
+      typed_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+          "bias_act");
+  at::Tensor product = linear_op.call(input, weight, c10::nullopt);
+  at::Tensor out = bias_act_op.call(product, bias, act);
+  return {out, product};
+}
+
+namespace {
+
+at::Tensor linear_act_cpu(const at::Tensor& input, const at::Tensor& weight,
+                          const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  check_linear_act_args(input, weight, bias, act, "linear_act");
+  return std::get<0>(linear_act_two_pass(input, weight, bias, act));
+}
+
+std::tuple<at::Tensor, at::Tensor> linear_act_aux_cpu(const at::Tensor& input,
+                                                      const at::Tensor& weight,
+                                                      const c10::optional<at::Tensor>& bias,
+                                                      c10::string_view act) {
+  check_linear_act_args(input, weight, bias, act, "linear_act_aux");
+  return linear_act_two_pass(input, weight, bias, act);
+}
+
+}  // namespace
+}  // namespace gemm
+
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
+  m.impl("linear_act", &gemm::linear_act_cpu);
+  m.impl("linear_act_aux", &gemm::linear_act_aux_cpu);
+}
+
+}  // namespace cudasteps
