@@ -28,7 +28,9 @@ def fused_runs(x, w, b) -> bool:
     """Whether the ladder's fused step takes these operands (gemm_cuda.cpp, linear_act_fuses)."""
     m = x.numel() // max(x.shape[-1], 1)
     n, k = w.shape
-    aligned = b is None or (b.stride(0) == 1 and b.data_ptr() % (2 * b.element_size()) == 0)
+    aligned = b is None or (
+        b.dtype == x.dtype and b.stride(0) == 1 and b.data_ptr() % (2 * b.element_size()) == 0
+    )
     return (
         x.is_cuda
         and hopper()
@@ -142,6 +144,14 @@ def test_leading_dims_empty_and_views(device):
                 cudasteps.linear_act(x, w, bv, "relu"),
                 reference(x.reshape(-1, 40), w, bv, "relu").view(2, 3, 20, 24),
             ) < tol(dtype, 40)
+        # An fp32 bias with a bf16 input (as under autocast): added in fp32, its gradient fp32.
+        if dtype == torch.bfloat16:
+            b32 = b.float().requires_grad_()
+            out = cudasteps.linear_act(x, w, b32, "gelu")
+            ref = reference(x.reshape(-1, 40), w, b32, "gelu").view(2, 3, 20, 24)
+            assert out.dtype == dtype and rel_err(out, ref) < tol(dtype, 40)
+            out.float().sum().backward()
+            assert b32.grad.dtype == torch.float32
         # Empty products: no rows, no features, K = 0 (act(bias) for every row).
         assert cudasteps.linear_act(x[..., :0, :], w, b).shape == (2, 3, 0, 24)
         assert cudasteps.linear_act(x, w[:0], b[:0]).shape == (2, 3, 20, 0)
@@ -249,7 +259,8 @@ def test_autocast_casts_like_linear(device):
     out.float().sum().backward()
     w, b = layer[0].weight, layer[0].bias
     assert w.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
-    ref = reference(x.to(dtype), w.to(dtype), b.to(dtype), "gelu")
+    # The bias stays fp32 (as bias_act's; nn.Linear's would be cast): the reference adds it as is.
+    ref = reference(x.to(dtype), w.to(dtype), b, "gelu")
     assert rel_err(out, ref) < tol(dtype, 64)
 
 
@@ -301,7 +312,10 @@ def test_errors(device):
             r"cudasteps.linear_act: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'",
         ),
         ((x, w, b[:1].view(()), "gelu"), r"cudasteps.linear_act: bias must have shape \[5\], got shape \[\]"),
-        ((x, w, b.double(), "gelu"), r"cudasteps.linear_act: bias must have the dtype of input"),
+        (
+            (x, w, b.double(), "gelu"),
+            r"cudasteps.linear_act: bias must have the dtype of input \(Float\) or Float, got Double",
+        ),
         (
             (x, w[:, :5], b, "gelu"),
             r"cudasteps.linear_act: weight.size\(1\) must equal input.size\(-1\) \(6\)",

@@ -104,15 +104,21 @@ inline void check_linear_args(const at::Tensor& input, const at::Tensor& weight,
   }
 }
 
-// linear_act / linear_act_aux: linear's arguments (bias exactly [N]: it is bias_act's bias too)
-// and an activation name; returns the activation.
+// linear_act / linear_act_aux: linear's input and weight, a bias that is bias_act's ([N], the
+// input's dtype or float32: an fp32 parameter under autocast stays fp32, as with BiasAct), and an
+// activation name; returns the activation.
 inline elementwise::Act check_linear_act_args(const at::Tensor& input, const at::Tensor& weight,
                                               const c10::optional<at::Tensor>& bias,
                                               c10::string_view act, const char* op) {
-  check_linear_args(input, weight, bias, op);
+  check_linear_args(input, weight, c10::nullopt, op);
   if (bias.has_value() && bias->defined()) {
-    CUDASTEPS_CHECK(bias->dim() == 1, op, "bias must have shape [", weight.size(0), "], got shape ",
-                    bias->sizes());
+    const at::Tensor& b = *bias;
+    check_same_device(b, input, op, "bias", "input");
+    CUDASTEPS_CHECK(b.dim() == 1 && b.size(0) == weight.size(0), op, "bias must have shape [",
+                    weight.size(0), "], got shape ", b.sizes());
+    CUDASTEPS_CHECK(b.scalar_type() == input.scalar_type() || b.scalar_type() == at::kFloat, op,
+                    "bias must have the dtype of input (", input.scalar_type(), ") or Float, got ",
+                    b.scalar_type());
   }
   return elementwise::parse_act(act, op);
 }

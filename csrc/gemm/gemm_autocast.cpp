@@ -60,8 +60,9 @@ at::Tensor linear_autocast(const at::Tensor& input, const at::Tensor& weight,
   return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias));
 }
 
-// linear_act and linear_act_aux cast as linear does (bias too: the epilogue reads it in the
-// output's dtype, as nn.Linear's bias is cast under autocast).
+// linear_act and linear_act_aux cast input and weight as linear does, and leave the bias alone:
+// like bias_act's, it may stay float32 (added in fp32, no cast of the parameter each step, and its
+// gradient comes back in fp32), where nn.Linear's bias is cast to the autocast dtype.
 template <c10::DeviceType Device>
 at::Tensor linear_act_autocast(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias, c10::string_view act) {
@@ -69,7 +70,7 @@ at::Tensor linear_act_autocast(const at::Tensor& input, const at::Tensor& weight
                                              const c10::optional<at::Tensor>&, c10::string_view)>(
       "linear_act");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
-  return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias), act);
+  return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 
 template <c10::DeviceType Device>
@@ -81,7 +82,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& inp
       const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
       "linear_act_aux");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
-  return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias), act);
+  return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 
 }  // namespace

@@ -70,14 +70,15 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
 // run tc:ws_persistent's kernel anyway (tensor-core dtypes on a Hopper GPU; more than
 // kGemvMaxTokens rows and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the
 // output rows are a 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the
-// bias is contiguous with its pairs aligned, and K is not 0 (the product is then just the bias).
+// bias has x's dtype and is contiguous with its pairs aligned, and K is not 0 (the product is then
+// just the bias).
 // Elsewhere the two-pass form runs: the same GEMM, then bias_act. Called under the device guard of
 // x's device.
 bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias) {
-  // The epilogue reads the bias in pairs of elements (aligned to two of them).
+  // The epilogue reads the bias in the output's dtype, in pairs of elements (aligned to two).
   if (bias.has_value() && bias->defined() &&
-      (bias->stride(0) != 1 ||
+      (bias->scalar_type() != x.scalar_type() || bias->stride(0) != 1 ||
        reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
     return false;
   }
@@ -114,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
                   "the fused epilogue needs a compute capability 9.0 GPU (and a build for it), "
                   "bfloat16 or float16 operands (or float32 with TF32 on), more than ",
                   kGemvMaxTokens, " rows and output features, output rows of a 16-byte multiple "
-                  "and a contiguous bias aligned to two elements; got input ",
+                  "and a contiguous bias of the input's dtype aligned to two elements; got input ",
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
   const bool fused = form == LinearActForm::kFused ||
                      (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);

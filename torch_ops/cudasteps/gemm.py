@@ -198,11 +198,12 @@ def linear_act(
     """``act(input @ weight.T + bias)``: :func:`linear` followed by ``cudasteps.bias_act``, in one op.
 
     ``act`` is one of ``none``, ``relu``, ``gelu``, ``gelu_tanh``, ``silu`` (as ``bias_act``).
-    ``bias`` [N] or None, in the dtype of ``input`` (autocast casts all three, as for
-    :func:`linear`). It runs ``linear`` (the GEMM, no bias) then ``bias_act`` (the bias and the
-    activation in one pass). Differentiable in all three: training saves the product
-    ``input @ weight.T``, and the backward is ``bias_act_backward`` on it (the activation's
-    derivative and the bias gradient in one pass), then linear's two GEMMs.
+    ``bias`` [N] or None, in the dtype of ``input`` or float32 (as ``bias_act``'s; autocast casts
+    ``input`` and ``weight`` as for :func:`linear` and leaves an fp32 bias in fp32). It runs
+    ``linear`` (the GEMM, no bias) then ``bias_act`` (the bias and the activation in one pass).
+    Differentiable in all three: training saves the product ``input @ weight.T``, and the backward
+    is ``bias_act_backward`` on it (the activation's derivative and the bias gradient in one
+    pass), then linear's two GEMMs.
 
     The same with the bias and activation in the GEMM's epilogue (Hopper) is the ``fused`` step of
     :data:`LINEAR_ACT_LADDER` (:func:`run_linear_act_ladder`); it measured slower than the two
@@ -222,7 +223,7 @@ def run_linear_act_ladder(
     and the activation in the epilogue of the Hopper GEMM, on the fp32 product before it is
     rounded, which also writes the product; it needs a compute capability 9.0 GPU, bf16/fp16 (or
     float32 with TF32 on), more than 16 rows and output features, output rows of a 16-byte
-    multiple and a contiguous, pair-aligned bias, and raises otherwise.
+    multiple and a contiguous, pair-aligned bias of the input's dtype, and raises otherwise.
     """
     return _ops.ladder_linear_act(input, weight, bias, act, variant)
 
@@ -330,10 +331,17 @@ def _linear_fake(input, weight, bias=None):
 
 
 def _check_linear_act(input, weight, bias, act, op):
-    _check_linear(input, weight, bias, op)
+    _check_linear(input, weight, None, op)
     if bias is not None:
+        n = weight.shape[0]
+        _checks.same_device(bias, input, op, "bias", "input")
+        ok = bias.dim() == 1 and bias.shape[0] == n
+        _checks.check(ok, op, f"bias must have shape [{n}], got shape {list(bias.shape)}")
         _checks.check(
-            bias.dim() == 1, op, f"bias must have shape [{weight.shape[0]}], got shape {list(bias.shape)}"
+            bias.dtype == input.dtype or bias.dtype == torch.float32,
+            op,
+            f"bias must have the dtype of input ({_checks.dtype_name(input.dtype)}) or Float, "
+            f"got {_checks.dtype_name(bias.dtype)}",
         )
     _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
 

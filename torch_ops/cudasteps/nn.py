@@ -16,7 +16,8 @@ Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``l
 bf16 and runs the tensor-core GEMM, exactly where ``torch.nn.Linear`` does (gradients reach the
 fp32 parameters through the cast). The elementwise modules take whatever dtype arrives: a bf16
 activation meets the fp32 bias of :class:`BiasAct` in one kernel (fp32 math, bf16 out), with no
-cast of the bias.
+cast of the bias; :class:`LinearAct` casts its input and weight like ``Linear`` and keeps its bias
+fp32 the same way.
 """
 
 import math
