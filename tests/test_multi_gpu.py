@@ -19,6 +19,7 @@ def _cases():
     x = make_tensor((67, 45), torch.float32, "cpu", seed=1)
     y = make_tensor((45, 33), torch.float32, "cpu", seed=2)
     b = make_tensor((45,), torch.float32, "cpu", seed=3)
+    c = make_tensor((33,), torch.float32, "cpu", seed=4)
     return [
         ("copy", lambda t: cudasteps.copy(t[0].t()), lambda t: t[0].t().contiguous(), (x,)),
         ("transpose", lambda t: cudasteps.transpose(t[0]), lambda t: t[0].t(), (x,)),
@@ -26,6 +27,12 @@ def _cases():
         ("sum all", lambda t: cudasteps.sum(t[0]), lambda t: t[0].sum(), (x,)),
         ("mm", lambda t: cudasteps.mm(t[0], t[1]), lambda t: t[0] @ t[1], (x, y)),
         ("linear", lambda t: cudasteps.linear(t[0], t[1].t(), None), lambda t: t[0] @ t[1], (x, y)),
+        (
+            "linear_act",
+            lambda t: cudasteps.linear_act(t[0], t[1].t(), t[2], "silu"),
+            lambda t: F.silu(t[0] @ t[1] + t[2]),
+            (x, y, c),
+        ),
         ("bias_act", lambda t: cudasteps.bias_act(t[0], t[1], "gelu"), lambda t: F.gelu(t[0] + t[1]), (x, b)),
         ("add", lambda t: cudasteps.add(t[0], t[1], alpha=2), lambda t: t[0] + 2 * t[1], (x, b)),
         ("mul", lambda t: cudasteps.mul(t[0], t[1]), lambda t: t[0] * t[1], (x, b)),

@@ -67,7 +67,7 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
 }
 
 // Whether linear_act runs fused for x [M, K] @ weight^T: where the dispatcher's product would
-// run tc:ws_persistent's kernel anyway (tensor-core dtypes on a Hopper GPU; more than
+// run tc:ws_persistent's kernel anyway (bf16/fp16 on a Hopper GPU; more than
 // kGemvMaxTokens rows and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the
 // output rows are a 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the
 // bias has x's dtype and is contiguous with its pairs aligned, and K is not 0 (the product is then
@@ -82,9 +82,10 @@ bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
        reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
     return false;
   }
+  // 16-bit types only: the fp32 products the FFN targets run the SGEMM (TF32 off), and the TF32
+  // kernels are not built with the stage.
   const auto dtype = x.scalar_type();
-  const bool tc = dtype == at::kHalf || dtype == at::kBFloat16 ||
-                  (dtype == at::kFloat && at::globalContext().allowTF32CuBLAS());
+  const bool tc = dtype == at::kHalf || dtype == at::kBFloat16;
   const int64_t M = x.size(0), N = weight.size(0), K = weight.size(1);
   return tc && tc_hopper_available() && M > kGemvMaxTokens && N > kGemvMaxTokens && K > 0 &&
          (N * x.element_size()) % 16 == 0 && std::max({M, N, K}) < INT_MAX;
@@ -113,7 +114,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
   const bool can_fuse = linear_act_fuses(x, weight, bias);
   CUDASTEPS_CHECK(form != LinearActForm::kFused || can_fuse, op,
                   "the fused epilogue needs a compute capability 9.0 GPU (and a build for it), "
-                  "bfloat16 or float16 operands (or float32 with TF32 on), more than ",
+                  "bfloat16 or float16 operands, more than ",
                   kGemvMaxTokens, " rows and output features, output rows of a 16-byte multiple "
                   "and a contiguous bias of the input's dtype aligned to two elements; got input ",
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());

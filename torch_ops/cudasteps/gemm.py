@@ -221,8 +221,8 @@ def run_linear_act_ladder(
 
     ``two_pass``: ``linear`` then ``bias_act`` (what :func:`linear_act` runs). ``fused``: the bias
     and the activation in the epilogue of the Hopper GEMM, on the fp32 product before it is
-    rounded, which also writes the product; it needs a compute capability 9.0 GPU, bf16/fp16 (or
-    float32 with TF32 on), more than 16 rows and output features, output rows of a 16-byte
+    rounded, which also writes the product; it needs a compute capability 9.0 GPU, bf16/fp16
+    operands, more than 16 rows and output features, output rows of a 16-byte
     multiple and a contiguous, pair-aligned bias of the input's dtype, and raises otherwise.
     """
     return _ops.ladder_linear_act(input, weight, bias, act, variant)

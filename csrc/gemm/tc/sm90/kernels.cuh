@@ -217,11 +217,11 @@ __global__ void __launch_bounds__(384, 1)
       // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
       if (p.splits == 1 && p.tma_store) {
-        // In the layout of linear's x @ weight^T (both operands K-major), Ctas == 1 (the kernel
-        // tc:final runs) also takes linear_act's fused stage, which needs the TMA stores
-        // (launch_typed checks; the other layouts are not built with it: about 4 s of compile
-        // time per unit).
-        store_accumulators_tma<T, BN, Ctas == 1 && AK && BKm>(
+        // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
+        // (the kernel tc:final runs) also takes linear_act's fused stage, which needs the TMA
+        // stores (launch_typed checks; other types and layouts are not built with it: about 4 s
+        // of compile time per unit).
+        store_accumulators_tma<T, BN, Ctas == 1 && AK && BKm && T != TcType::kTF32>(
             ep, &map_out, d, m0, n0, staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
       } else if (p.splits == 1) {
         store_accumulators<T, BN>(ep, d, m0, n0);

@@ -120,16 +120,17 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   // The fused stage runs in tc:ws_persistent's staged TMA stores (or split-K's reduce), built for
-  // K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N) read
-  // in aligned pairs.
+  // 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
+  // read in aligned pairs.
   const bool bias_row = pr.addend == nullptr ||
                         (pr.add_s0 == 0 && pr.add_s1 == 1 &&
                          reinterpret_cast<uintptr_t>(pr.addend) % (2 * Cfg::kElemBytes) == 0);
-  TORCH_CHECK(!ep.fused() || (AK && BKm && which == HopperKernel::kWarpSpecialized &&
+  TORCH_CHECK(!ep.fused() || (T != TcType::kTF32 && AK && BKm &&
+                              which == HopperKernel::kWarpSpecialized &&
                               p.tma_store && bias_row),
               "cudasteps.linear_act: the fused epilogue runs in tc:ws_persistent's kernel, for "
-              "K-major operands, an output whose rows are 16-byte aligned and an aligned bias "
-              "row, only");
+              "16-bit K-major operands, an output whose rows are 16-byte aligned and an aligned "
+              "bias row, only");
   const int tiles = p.raster.count();
   if constexpr (kLadder) {
     if (which == HopperKernel::kCpAsync) {
