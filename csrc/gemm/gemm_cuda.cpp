@@ -66,14 +66,13 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
   return out.view(linear_out_shape(input, N));
 }
 
-// Whether linear_act runs fused for x [M, K] @ weight^T: where the dispatcher's product would
-// run tc:ws_persistent's kernel anyway (bf16/fp16 on a Hopper GPU; more than
-// kGemvMaxTokens rows and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the
-// output rows are a 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the
-// bias has x's dtype and is contiguous with its pairs aligned, and K is not 0 (the product is then
-// just the bias).
-// Elsewhere the two-pass form runs: the same GEMM, then bias_act. Called under the device guard of
-// x's device.
+// Whether linear_act can run fused for x [M, K] @ weight^T: where the dispatcher's product would
+// run tc:ws_persistent's kernel anyway (bf16/fp16 on a Hopper GPU; more than kGemvMaxTokens rows
+// and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the output rows are a
+// 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the bias has x's
+// dtype and is contiguous with its pairs aligned, and K is not 0 (the product is then just the
+// bias). Elsewhere the two-pass form runs: the same GEMM, then bias_act. Called under the device
+// guard of x's device.
 bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias) {
   // The epilogue reads the bias in the output's dtype, in pairs of elements (aligned to two).

@@ -49,7 +49,8 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
 // carries no branches: kPlain (alpha * acc) and kAddend (+ beta * addend) for tiles inside the
 // matrix, kEdge for tiles across its edge (every element checked: no addend read outside, zeros
 // staged there, and the TMA store clips them); kFused, linear_act's stage for activation A, in any
-// tile (bounds checked per element: a compare next to the activation's math).
+// tile (values outside the matrix are computed and clipped by the TMA store; only the bias loads
+// and aux's stores are checked).
 enum class StageMode { kPlain, kAddend, kEdge, kFused };
 
 // linear_act's bias for this thread's column pairs (n, n + 1), n = n0 + 8 j + 2 (t % 4), of the
