@@ -91,6 +91,8 @@ def smoke_gemm(dev):
     w = torch.randn(45, 33, device=dev)
     bias = torch.randn(45, device=dev)
     check("linear", cudasteps.linear(x, w, bias), x.double() @ w.double().t() + bias.double(), tol=1e-4)
+    want = torch.nn.functional.gelu(x.double() @ w.double().t() + bias.double())
+    check("linear_act", cudasteps.linear_act(x, w, bias, "gelu"), want, tol=1e-4)
     a = torch.randn(130, 70, device=dev)
     b = torch.randn(70, 129, device=dev)
     for v in cudasteps.ladder.variants("gemm") + cudasteps.gemm.CONFIG_VARIANTS:
@@ -168,6 +170,19 @@ def smoke_tensor_cores(dev):
             c = torch.randn(29, device=dev).to(dtype)
             want = 0.5 * c.double() + 2 * (a.double() @ b.double())
             check(f"addmm {dtype}", cudasteps.addmm(c, a, b, beta=0.5, alpha=2.0), want, tol=tol)
+            # linear_act's ladder: both steps (the fused epilogue on Hopper), edge tiles and a
+            # split-K shape (its reduce applies the activation), the product checked too.
+            fused = ["fused"] if hopper else []
+            for m, n, k in [(67, 48, 33), (130, 136, 257), (64, 256, 4096)]:
+                x = (torch.randn(m, k, device=dev) / k**0.5).to(dtype)
+                w = torch.randn(n, k, device=dev).to(dtype)
+                bias = torch.randn(n, device=dev).to(dtype)
+                product = x.double() @ w.double().t()
+                want = torch.nn.functional.silu(product + bias.double())
+                for v in ["two_pass"] + fused:
+                    out, got_product = gemm.run_linear_act_ladder(v, x, w, bias, "silu")
+                    check(f"linear_act {v} {dtype} {m}x{n}x{k}", out, want, tol=tol)
+                    check(f"linear_act {v} {dtype} {m}x{n}x{k} product", got_product, product, tol=tol)
 
 
 def smoke_elementwise(dev):

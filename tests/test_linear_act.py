@@ -134,8 +134,8 @@ def test_leading_dims_empty_and_views(device):
         xt = make_tensor((40, 33), dtype, device, seed=4).t()
         wt = make_tensor((24, 80), dtype, device, seed=5)[:, ::2]
         assert rel_err(cudasteps.linear_act(xt, wt, b, "gelu"), reference(xt, wt, b, "gelu")) < tol(dtype, 40)
-        # A bias that is a misaligned view (one element past an allocation; two-pass on Hopper,
-        # whose epilogue reads aligned pairs) and a strided one.
+        # A bias that is a misaligned view (one element past an allocation: the fused step, which
+        # reads aligned pairs, would refuse it) and a strided one.
         for bv in (
             make_tensor((25,), dtype, device, seed=6)[1:],
             make_tensor((48,), dtype, device, seed=7)[::2],
