@@ -23,6 +23,11 @@ Timed eager, and with both models under ``torch.compile(fullgraph=True)`` (a gra
 error), in one run. The FLOP count is the four linears' (``3 * 2 * tokens * 12 d^2``); attention,
 the norms and the optimizer are timed but not counted.
 
+On CUDA the report also gets a table of where each timed step's GPU time goes: one more step per
+impl under torch.profiler, its kernels' durations summed as matrix products (cuBLAS's and
+cudasteps' GEMM kernels), attention, and everything else, so that a reader sees whether a step's
+gain or loss is in its GEMMs or around them.
+
 ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
 ``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
 figures: ms per step with its data loading, and ms of the training step alone (forward, backward
@@ -82,6 +87,61 @@ def _train_step(model, opt, device, amp_dtype):
     return step
 
 
+# Kernel names of matrix products: cuBLAS's (nvjet, xmma, ampere/sm90 gemm kernels, cutlass) and
+# cudasteps' (the SGEMM, the tensor-core and few-row kernels). Everything else a step runs is
+# elementwise work, reductions, copies, the loss, the optimizer, attention (SDPA's flash kernels
+# are counted apart: not a GEMM of the model's linears).
+_GEMM_MARKS = ("gemm", "nvjet", "xmma", "cutlass", "wgmma", "gemv", "splitk", "mma_kernel", "cp_async")
+_ATTENTION_MARKS = ("flash", "fmha", "attention", "efficient_attention")
+
+
+def kernel_kind(name: str) -> str:
+    """'gemm', 'attention' or 'other' for a CUDA kernel name (as the profiler reports it)."""
+    low = name.lower()
+    if any(m in low for m in _ATTENTION_MARKS):
+        return "attention"
+    if any(m in low for m in _GEMM_MARKS):
+        return "gemm"
+    return "other"
+
+
+def kernel_ms_by_kind(step, args) -> dict:
+    """GPU kernel time of one call of ``step(*args)`` by kind ({"gemm": ms, "attention": ms,
+    "other": ms}), from torch.profiler's kernel events (their durations summed, so kernels that
+    overlap count twice; a step's kernels run on one stream here)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    step(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(*args)
+        torch.cuda.synchronize()
+    kinds = {"gemm": 0.0, "attention": 0.0, "other": 0.0}
+    for evt in prof.events():
+        if evt.device_type == DeviceType.CUDA:
+            kinds[kernel_kind(evt.name)] += evt.time_range.elapsed_us() / 1e3
+    return kinds
+
+
+# Lines of the report's breakdown table, filled by the cases (CUDA only).
+_BREAKDOWN: list = []
+
+
+def _record_breakdown(case: str, steps: list, args) -> None:
+    for impl, step in steps:
+        try:
+            k = kernel_ms_by_kind(step, args)
+        except Exception as exc:  # noqa: BLE001  (the profiler's API moves between releases)
+            _BREAKDOWN.append(f"| {case} | {impl} | not measured: {type(exc).__name__}: {exc} | | | |")
+            continue
+        total = sum(k.values())
+        share = 100 * k["gemm"] / total if total else 0.0
+        _BREAKDOWN.append(
+            f"| {case} | {impl} | {k['gemm']:.3f} | {k['attention']:.3f} | {k['other']:.3f} | {share:.0f}% |"
+        )
+
+
 def _first_losses_agree(models, x, target, device, amp_dtype, precision: str) -> None:
     """Both models compute the same function from the same state: their first losses agree."""
     losses = {}
@@ -130,6 +190,8 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
         dtype = torch.float32 if amp_dtype is None else amp_dtype
         for impl, ms in bench.time_many(steps, [(x, target)]).items():
             bench.record(op="ffn_step", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, flops=flops)
+        if bench.is_cuda:
+            _record_breakdown(f"ffn_step {case}", steps, (x, target))
         del models, steps
         if bench.is_cuda:
             torch.cuda.empty_cache()
@@ -215,6 +277,8 @@ def _block_cases(bench, batch: int, seq: int, d: int, heads: int) -> None:
             bench.record(
                 op="block_step", case=case, impl=impl, dtype=amp_dtype, shape=shape, ms=ms, flops=flops
             )
+        if bench.is_cuda:
+            _record_breakdown(f"block_step {case}", steps, (x, target))
         del steps
         if bench.is_cuda:
             torch.cuda.empty_cache()
@@ -304,6 +368,17 @@ def run(bench):
     two_gpus = torch.cuda.device_count() >= 2
     if two_gpus:
         _ddp_cases(bench)
+    if _BREAKDOWN:
+        bench.section(
+            "e2e: where a step's GPU time goes",
+            "GPU kernel time of one step (torch.profiler, after the timed runs), summed by kind: "
+            "matrix products (cuBLAS's and cudasteps' GEMM kernels), attention (SDPA's kernels) "
+            "and everything else (elementwise, reductions, casts, the loss, the optimizer). "
+            "The kernels' sum, not the step's wall time: launch gaps are left out.\n\n"
+            "| case | impl | GEMM ms | attention ms | other ms | GEMM share |\n"
+            "|---|---|---|---|---|---|\n" + "\n".join(_BREAKDOWN),
+        )
+        _BREAKDOWN.clear()
     bench.section(
         "e2e",
         "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "

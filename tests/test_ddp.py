@@ -305,6 +305,35 @@ def test_mlp_init_matches_torch():
     assert isinstance(mine.layers[1], cnn.Linear) and mine.layers[1].bias is b1 and len(mine.layers) == 2
 
 
+def test_e2e_kernel_kinds():
+    """The e2e report's breakdown sorts kernels by name: cuBLAS's and cudasteps' GEMM kernels,
+    SDPA's attention kernels (even the CUTLASS-based one), everything else."""
+    from benchmarks.bench_e2e import kernel_kind
+
+    gemms = [
+        "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopB_TNN",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1",
+        "void cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_bf16_16x16_128x2_tn_align8>(...)",
+        "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false>(...)",
+        "void cudasteps::gemm::sm90::(anonymous namespace)::wgmma_ws_kernel<0, 256, 1, 1, 1>(...)",
+        "void cudasteps::gemm::gemv::(anonymous namespace)::vec16_kernel<__nv_bfloat16>(...)",
+        "void cudasteps::gemm::sgemm_kernel<cudasteps::gemm::TileConfig<128, 128>>(...)",
+    ]
+    attention = [
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(...)",
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<...>)",
+    ]
+    others = [
+        "void cudasteps::elementwise::bias_act_kernel<c10::BFloat16, 2>(...)",
+        "void cudasteps::reduce::sum_rows_kernel<float>(...)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>(...)",
+    ]
+    assert [kernel_kind(n) for n in gemms] == ["gemm"] * len(gemms)
+    assert [kernel_kind(n) for n in attention] == ["attention"] * len(attention)
+    assert [kernel_kind(n) for n in others] == ["other"] * len(others)
+
+
 @pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if HAS_CUDA else []))
 def test_transformer_block_matches_torch_and_compiles_fullgraph(device):
     """The e2e family's GPT-style block (benchmarks/bench_e2e.py) with its four linears from
