@@ -137,7 +137,10 @@ def _linear_act_step(variant):
 def run_linear_act(bench):
     """The fused forward against what a user would otherwise run: torch's linear then GELU (eager
     and compiled: inductor fuses the bias add and GELU into one kernel after cuBLAS), cuBLASLt's
-    own GELU epilogue (torch._addmm_activation), and the ladder of cudasteps' own forms."""
+    own GELU epilogue (torch._addmm_activation), and the ladder of cudasteps' own forms. CUDA only
+    (bf16 GEMMs of these sizes are not a CPU's job)."""
+    if not bench.is_cuda:
+        return
     dtype = torch.bfloat16
     compiled = torch.compile(lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"))
     impls = [

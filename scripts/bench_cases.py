@@ -2,7 +2,7 @@
 timing (interleaved with torch), printed as a table, optionally saved as JSON. For a measurement
 round on the GPU that needs a few sections of a family, not the whole report.
 
-    python scripts/bench_cases.py gemm.run_linear_act e2e.run [--quick] [--json out.json]
+    python scripts/bench_cases.py gemm.run_linear_act e2e.run [--quick] [--sections] [--json out.json]
 
 Each argument is <module>.<function> with <module> a benchmarks/bench_<module>.py and <function>
 one taking the harness's Bench (e.g. gemm.run_weight_gradients, gemm.run_decode, e2e.run).
@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("cases", nargs="+", help="<module>.<function>, e.g. gemm.run_linear_act")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--sections", action="store_true", help="also print the cases' report sections")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.backends.cuda.matmul.allow_tf32 = False  # as the report: TF32 off unless a case sets it
@@ -49,6 +50,10 @@ def main() -> None:
         print(
             f"{r['op']:12s} {r['case'][:60]:60s} {r['impl'][:28]:28s} {r['ms']:9.4f} {ratio:>8s} {tflops:>8s}"
         )
+    if args.sections:
+        for family, sections in bench.sections.items():
+            for title, text in sections:
+                print(f"\n### {family}: {title}\n\n{text.strip()}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
