@@ -28,7 +28,9 @@ _ops = torch.ops.cudasteps
 _mm, _linear, _linear_act = _ops.mm.default, _ops.linear.default, _ops.linear_act.default
 # linear_act's activations (elementwise.ACTIVATIONS; the same names as bias_act).
 _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
-# linear_act's ladder (run_linear_act_ladder): two passes, then the fused epilogue.
+# linear_act's ladder (run_linear_act_ladder): two passes, then the fused epilogue. Unlike the
+# other ladders, its last step is not yet what the op runs: linear_act runs ``two_pass`` until
+# ``fused`` measures faster (kFuseByDefault in csrc/gemm/gemm_cuda.cpp).
 LINEAR_ACT_LADDER = ("two_pass", "fused")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
