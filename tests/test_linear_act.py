@@ -152,6 +152,16 @@ def test_leading_dims_empty_and_views(device):
             assert out.dtype == dtype and rel_err(out, ref) < tol(dtype, 40)
             out.float().sum().backward()
             assert b32.grad.dtype == torch.float32
+            # act "none" with that bias (linear takes no fp32 bias of a bf16 input): with and
+            # without a gradient to record, and the same values either way.
+            b32.grad = None
+            out = cudasteps.linear_act(x, w, b32, "none")
+            ref = reference(x.reshape(-1, 40), w, b32, "none").view(2, 3, 20, 24)
+            assert out.dtype == dtype and rel_err(out, ref) < tol(dtype, 40)
+            with torch.no_grad():
+                assert torch.equal(cudasteps.linear_act(x, w, b32, "none"), out)
+            out.float().sum().backward()
+            assert b32.grad.dtype == torch.float32
         # Empty products: no rows, no features, K = 0 (act(bias) for every row).
         assert cudasteps.linear_act(x[..., :0, :], w, b).shape == (2, 3, 0, 24)
         assert cudasteps.linear_act(x, w[:0], b[:0]).shape == (2, 3, 20, 0)

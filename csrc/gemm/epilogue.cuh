@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "elementwise/functors.h"
 #include "gemm/tc/tc_gemm.h"
@@ -68,6 +69,20 @@ struct Elem<TcType::kTF32> {
   static __device__ __forceinline__ float to_float(type v) { return v; }
   static __device__ __forceinline__ type from_float(float v) { return v; }
 };
+
+// f(std::integral_constant<Act, A>()) for the activation `act` known only at run time: one
+// branch, each activation's code compiled once (its own template instantiation).
+template <typename F>
+__host__ __device__ __forceinline__ decltype(auto) with_act(elementwise::Act act, F&& f) {
+  using elementwise::Act;
+  switch (act) {
+    case Act::kRelu: return f(std::integral_constant<Act, Act::kRelu>());
+    case Act::kGelu: return f(std::integral_constant<Act, Act::kGelu>());
+    case Act::kGeluTanh: return f(std::integral_constant<Act, Act::kGeluTanh>());
+    case Act::kSilu: return f(std::integral_constant<Act, Act::kSilu>());
+    default: return f(std::integral_constant<Act, Act::kNone>());
+  }
+}
 
 // ---- epilogue: out[m, n] = alpha * acc + beta * addend[m, n], converted, bounds-checked ----
 template <TcType T>
@@ -116,15 +131,8 @@ struct Epilogue {
     const float add =
         addend != nullptr ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1]) : 0.f;
     if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(product);
-    using elementwise::Act;
-    float v;
-    switch (act) {
-      case Act::kRelu: v = activated<Act::kRelu>(product, add); break;
-      case Act::kGelu: v = activated<Act::kGelu>(product, add); break;
-      case Act::kGeluTanh: v = activated<Act::kGeluTanh>(product, add); break;
-      case Act::kSilu: v = activated<Act::kSilu>(product, add); break;
-      default: v = product + add;
-    }
+    const float v =
+        with_act(act, [&](auto a) { return activated<decltype(a)::value>(product, add); });
     out[m * ldo + n] = Elem<T>::from_float(v);
   }
 

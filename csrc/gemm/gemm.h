@@ -123,6 +123,14 @@ inline elementwise::Act check_linear_act_args(const at::Tensor& input, const at:
   return elementwise::parse_act(act, op);
 }
 
+// linear_act with act "none" is linear (one GEMM, the bias in its epilogue) wherever linear takes
+// the bias: absent, or in the input's dtype (an fp32 bias of a bf16 input is bias_act's alone).
+inline bool linear_act_is_linear(const at::Tensor& input, const c10::optional<at::Tensor>& bias,
+                                 c10::string_view act) {
+  return act == "none" &&
+         (!bias.has_value() || !bias->defined() || bias->scalar_type() == input.scalar_type());
+}
+
 // linear_act's two-pass form, (bias_act(linear(input, weight), bias, act), that product): the CPU
 // kernel, and the CUDA kernel where the fused epilogue does not run (linear_act.cpp). Arguments
 // checked by the caller.
@@ -130,6 +138,10 @@ std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
                                                        const at::Tensor& weight,
                                                        const c10::optional<at::Tensor>& bias,
                                                        c10::string_view act);
+// linear_act's output alone, without the fused epilogue: linear where linear_act_is_linear, else
+// the two-pass form's first output (linear_act.cpp). Arguments checked by the caller.
+at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
+                              const c10::optional<at::Tensor>& bias, c10::string_view act);
 
 // One GEMM operand as the kernels see it: element (r, c) of a rows x cols matrix sits at
 //   ptr[r * ld + c]  (row-major, col_major == false)   or   ptr[c * ld + r]  (col_major == true).

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "common/autograd.h"
+#include "gemm/gemm.h"  // linear_act_is_linear
 
 namespace cudasteps {
 namespace {
@@ -260,14 +261,15 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& inp
   return {outs[0], outs[1]};
 }
 
-// With act "none" linear_act is linear (no product to save); otherwise LinearActFunction, whose
-// saved product is all its backward reads besides input and weight.
+// Where linear_act is linear (act "none", a bias linear takes), LinearFunction (no product to
+// save); otherwise LinearActFunction, whose saved product is all its backward reads besides input
+// and weight.
 at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias, c10::string_view act) {
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
     return linear_act_call(input, weight, bias, act);
   }
-  if (act == "none") return linear_autograd(input, weight, bias);
+  if (gemm::linear_act_is_linear(input, bias, act)) return linear_autograd(input, weight, bias);
   return LinearActFunction::apply(input, weight, bias, act)[0];
 }
 

@@ -119,6 +119,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
   const bool fused = form == LinearActForm::kFused ||
                      (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);
+  if (!fused && !want_aux) return {linear_act_unfused(input, weight, bias, act_name), at::Tensor()};
   if (!fused) return linear_act_two_pass(input, weight, bias, act_name);
   const int64_t N = weight.size(0);
   const bool has_bias = bias.has_value() && bias->defined();

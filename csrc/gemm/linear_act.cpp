@@ -5,10 +5,11 @@
 //   product = linear(input, weight)            (no bias: the GEMM)
 //   out     = bias_act(product, bias, act)     (the bias and the activation, one elementwise pass)
 //
-// It is the CPU kernel, and the CUDA kernel's fallback where the fused epilogue does not run
-// (gemm_cuda.cpp: fused on Hopper, in tc:ws_persistent's epilogue). Both forms compute the same
-// function (bias_act's functors); the fused one applies it to the unrounded fp32 product, the
-// two-pass one to the product rounded to the output dtype, so they agree within that rounding.
+// It is the CPU kernel and what the CUDA kernel runs (gemm_cuda.cpp; the fused epilogue is
+// ladder_linear_act's "fused" step). With act "none" and a bias linear takes, linear_act is
+// linear. Both forms compute the same function (bias_act's functors); the fused one applies it to
+// the unrounded fp32 product, the two-pass one to the product rounded to the output dtype, so
+// they agree within that rounding.
 // The backward (gemm_autograd.cpp) is bias_act_backward on the saved product, then linear's two
 // GEMMs.
 #include <torch/library.h>
@@ -21,19 +22,34 @@
 namespace cudasteps {
 namespace gemm {
 
+namespace {
+
+at::Tensor linear_call(const at::Tensor& input, const at::Tensor& weight,
+                       const c10::optional<at::Tensor>& bias) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
+          "linear");
+  return op.call(input, weight, bias);
+}
+
+}  // namespace
+
 std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
                                                        const at::Tensor& weight,
                                                        const c10::optional<at::Tensor>& bias,
                                                        c10::string_view act) {
-  static const auto linear_op =
-      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
-          "linear");
   static const auto bias_act_op =
       typed_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
           "bias_act");
-  at::Tensor product = linear_op.call(input, weight, c10::nullopt);
+  at::Tensor product = linear_call(input, weight, c10::nullopt);
   at::Tensor out = bias_act_op.call(product, bias, act);
   return {out, product};
+}
+
+at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
+                              const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  if (linear_act_is_linear(input, bias, act)) return linear_call(input, weight, bias);
+  return std::get<0>(linear_act_two_pass(input, weight, bias, act));
 }
 
 namespace {
@@ -41,7 +57,7 @@ namespace {
 at::Tensor linear_act_cpu(const at::Tensor& input, const at::Tensor& weight,
                           const c10::optional<at::Tensor>& bias, c10::string_view act) {
   check_linear_act_args(input, weight, bias, act, "linear_act");
-  return std::get<0>(linear_act_two_pass(input, weight, bias, act));
+  return linear_act_unfused(input, weight, bias, act);
 }
 
 std::tuple<at::Tensor, at::Tensor> linear_act_aux_cpu(const at::Tensor& input,

@@ -17,7 +17,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "gemm/tc/sm90/config.cuh"
 #include "gemm/tc/sm90/ptx.cuh"
@@ -220,17 +219,10 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        int64_t n0, uint8_t* staging, int bar_id) {
   if constexpr (kFusable) {
     if (ep.fused()) {
-      constexpr StageMode F = StageMode::kFused;
-      const auto store = [&](auto act) {
-        store_rounds_tma<T, BN, F, decltype(act)::value>(ep, map_out, d, m0, n0, staging, bar_id);
-      };
-      switch (ep.act) {
-        case Act::kRelu: return store(std::integral_constant<Act, Act::kRelu>());
-        case Act::kGelu: return store(std::integral_constant<Act, Act::kGelu>());
-        case Act::kGeluTanh: return store(std::integral_constant<Act, Act::kGeluTanh>());
-        case Act::kSilu: return store(std::integral_constant<Act, Act::kSilu>());
-        default: return store(std::integral_constant<Act, Act::kNone>());
-      }
+      return tc::with_act(ep.act, [&](auto act) {
+        store_rounds_tma<T, BN, StageMode::kFused, decltype(act)::value>(ep, map_out, d, m0, n0,
+                                                                       staging, bar_id);
+      });
     }
   }
   if (m0 + 64 > ep.M || n0 + BN > ep.N) {
