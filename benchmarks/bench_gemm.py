@@ -149,7 +149,7 @@ def run_linear_act(bench):
         ("torch.compile", compiled),
         ("cudasteps", lambda x, w, b: cudasteps.linear_act(x, w, b, "gelu_tanh")),
     ]
-    # The ladder: two passes (linear, then bias_act), then the fused epilogue (Hopper only).
+    # The ladder: two passes (linear, then bias_act), then the fused epilogues (Hopper only).
     steps = G.LINEAR_ACT_LADDER if torch.cuda.get_device_capability(bench.device) == (9, 0) else ("two_pass",)
     impls += [(f"ladder:{v}", _linear_act_step(v)) for v in steps]
     shapes = LINEAR_ACT_SHAPES[:1] if bench.quick else LINEAR_ACT_SHAPES
@@ -179,9 +179,12 @@ def run_linear_act(bench):
         "against torch's `F.gelu(F.linear(x, w, b), approximate=\"tanh\")` (eager, and under "
         "torch.compile, which fuses the bias and GELU into one kernel after cuBLAS) and cuBLASLt's "
         "own GELU epilogue, `torch._addmm_activation(b, x, w.t(), use_gelu=True)`. `ladder:` rows "
-        "(`cudasteps.gemm.run_linear_act_ladder`, which also writes the product a backward reads): "
-        "`two_pass`, what linear_act runs, then `fused`, the bias and GELU in the Hopper GEMM's "
-        "epilogue.",
+        "(`cudasteps.gemm.run_linear_act_ladder`, which also writes the product a backward reads, "
+        "as training's forward does): `two_pass` (linear, then bias_act), `fused` (the bias and "
+        "GELU in the Hopper GEMM's epilogue, tc:ws_persistent: both consumer warpgroups leave the "
+        "main loop for it), `fused_pingpong` (the same in tc:ws_pingpong, where one warpgroup's "
+        "epilogue runs under the other's main loop: what linear_act runs, without the product, "
+        "in the `cudasteps` row).",
     )
 
 

@@ -170,9 +170,9 @@ def smoke_tensor_cores(dev):
             c = torch.randn(29, device=dev).to(dtype)
             want = 0.5 * c.double() + 2 * (a.double() @ b.double())
             check(f"addmm {dtype}", cudasteps.addmm(c, a, b, beta=0.5, alpha=2.0), want, tol=tol)
-            # linear_act's ladder: both steps (the fused epilogue on Hopper), edge tiles and a
+            # linear_act's ladder: every step (the fused epilogues on Hopper), edge tiles and a
             # split-K shape (its reduce applies the activation), the product checked too.
-            fused = ["fused"] if hopper else []
+            fused = [v for v in gemm.LINEAR_ACT_LADDER if v.startswith("fused")] if hopper else []
             for m, n, k in [(67, 48, 33), (130, 136, 257), (64, 256, 4096)]:
                 x = (torch.randn(m, k, device=dev) / k**0.5).to(dtype)
                 w = torch.randn(n, k, device=dev).to(dtype)

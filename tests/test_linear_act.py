@@ -1,7 +1,7 @@
 """Tests for linear_act / linear_act_aux / ladder_linear_act (csrc/gemm/linear_act.cpp,
 gemm_cuda.cpp) and cudasteps.nn.LinearAct: act(input @ weight.T + bias), as linear then bias_act
-(the ops), or with the bias and the activation in the GEMM's epilogue (the ladder's "fused" step:
-Hopper, tc:ws_persistent's kernel).
+(the ops), or with the bias and the activation in the GEMM's epilogue (the ladder's fused steps,
+Hopper only: "fused" in tc:ws_persistent's kernel, "fused_pingpong" in tc:ws_pingpong's).
 
 The reference is the float64 function of the same (rounded) inputs. The fused epilogue applies the
 activation to the fp32 product and rounds once; the two-pass form rounds the product first, then
@@ -25,11 +25,13 @@ def hopper() -> bool:
 
 
 def fused_runs(x, w, b) -> bool:
-    """Whether the ladder's fused step takes these operands (gemm_cuda.cpp, linear_act_fuses)."""
+    """Whether the ladder's fused steps take these operands (gemm_cuda.cpp, linear_act_fuses)."""
     m = x.numel() // max(x.shape[-1], 1)
     n, k = w.shape
     aligned = b is None or (
-        b.dtype == x.dtype and b.stride(0) == 1 and b.data_ptr() % (2 * b.element_size()) == 0
+        b.dtype in (x.dtype, torch.float32)
+        and b.stride(0) == 1
+        and b.data_ptr() % (2 * b.element_size()) == 0
     )
     return (
         x.is_cuda
@@ -45,13 +47,22 @@ def fused_runs(x, w, b) -> bool:
 
 def forms(x, w, b):
     """(name, fn(x, w, b, act) -> out) for every form that takes these operands: the op, the
-    ladder's two_pass step on CUDA, and its fused step where it runs."""
+    ladder's two_pass step on CUDA, and its fused steps where they run."""
     out = [("linear_act", lambda *a: cudasteps.linear_act(*a))]
     if x.is_cuda:
         out.append(("two_pass", lambda *a: G.run_linear_act_ladder("two_pass", *a)[0]))
     if fused_runs(x, w, b):
-        out.append(("fused", lambda *a: G.run_linear_act_ladder("fused", *a)[0]))
+        for v in FUSED_STEPS:
+            out.append((v, lambda *a, v=v: G.run_linear_act_ladder(v, *a)[0]))
     return out
+
+
+FUSED_STEPS = [v for v in G.LINEAR_ACT_LADDER if v.startswith("fused")]
+
+
+def steps_for(x, w, b):
+    """The ladder's steps that take these operands (all of them where the fused ones run)."""
+    return [v for v in G.LINEAR_ACT_LADDER if v not in FUSED_STEPS or fused_runs(x, w, b)]
 
 
 def act64(z, act):
@@ -124,6 +135,26 @@ def test_matches_float64_reference(device, act):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act", ACTS)
+def test_fp32_bias_of_16_bit_operands(device, act):
+    """A float32 bias of bf16/fp16 operands (autocast leaves linear_act's bias in float32): added
+    in fp32 by every form, the fused epilogue's included (it reads the bias as float32 pairs)."""
+    shapes = CUDA_SHAPES if device == "cuda" else SHAPES
+    for dtype in (torch.bfloat16, torch.float16):
+        for i, (m, n, k) in enumerate(shapes):
+            x, w, b = operands(m, n, k, dtype, device, seed=10 * i + 5)
+            b32 = make_tensor((n,), torch.float32, device, seed=10 * i + 6)
+            ref = reference(x, w, b32, act)
+            for name, fn in forms(x, w, b32):
+                out = fn(x, w, b32, act)
+                assert out.dtype == dtype, name
+                err = rel_err(out, ref)
+                # torch's F.linear takes no fp32 bias of 16-bit operands: its bound with the bias
+                # rounded to the dtype.
+                assert err < bound(x, w, b32.to(dtype), act, ref), (name, dtype, act, (m, n, k), err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_leading_dims_empty_and_views(device):
     for dtype in (torch.float32, torch.bfloat16):
         x, w, b = operands(20, 24, 40, dtype, device, seed=3, lead=(2, 3))
@@ -186,8 +217,7 @@ def test_aux_is_the_product_and_results_reproduce(device):
             assert torch.equal(out, cudasteps.linear_act(x, w, b, "gelu"))
             out2, product2 = torch.ops.cudasteps.linear_act_aux(x, w, b, "gelu")
             assert torch.equal(out, out2) and torch.equal(product, product2)
-            steps = [v for v in G.LINEAR_ACT_LADDER if v != "fused" or fused_runs(x, w, b)]
-            steps = steps if device == "cuda" else []
+            steps = steps_for(x, w, b) if device == "cuda" else []
             for v in steps:
                 out, product = G.run_linear_act_ladder(v, x, w, b, "silu")
                 assert torch.equal(product, plain), (v, dtype, m, n, k)
@@ -202,9 +232,10 @@ def test_fused_and_two_pass_agree():
     for dtype in (torch.bfloat16, torch.float16):
         for act in ACTS:
             x, w, b = operands(257, 520, 1030, dtype, "cuda", seed=30)
-            fused = G.run_linear_act_ladder("fused", x, w, b, act)[0]
             two_pass = cudasteps.bias_act(cudasteps.linear(x, w), b, act)
-            assert rel_err(fused, two_pass) < 2 * tol(dtype, 1030), (dtype, act)
+            for v in FUSED_STEPS:
+                fused = G.run_linear_act_ladder(v, x, w, b, act)[0]
+                assert rel_err(fused, two_pass) < 2 * tol(dtype, 1030), (v, dtype, act)
 
 
 @requires_cuda
@@ -214,7 +245,7 @@ def test_poisoned_memory_never_shows():
     for dtype in (torch.bfloat16, torch.float16):
         for m, n, k in [(131, 264, 31), (257, 520, 1030), (129, 384, 8192)]:
             x, w, b = operands(m, n, k, dtype, "cuda", seed=40)
-            for v in [v for v in G.LINEAR_ACT_LADDER if v != "fused" or fused_runs(x, w, b)]:
+            for v in steps_for(x, w, b):
                 for _ in range(4):
                     torch.full((m * n + 4096,), float("nan"), dtype=dtype, device="cuda")
                 out, product = G.run_linear_act_ladder(v, x, w, b, "gelu")
@@ -310,7 +341,9 @@ def test_compile_fullgraph_matches_eager(device):
         assert torch.allclose(p.grad, q.grad, rtol=1e-5, atol=1e-6), name
 
 
-BAD_VARIANT = r"cudasteps.ladder_linear_act: variant must be one of two_pass, fused, got 'nope'"
+BAD_VARIANT = (
+    r"cudasteps.ladder_linear_act: variant must be one of two_pass, fused, fused_pingpong, got 'nope'"
+)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -349,8 +382,9 @@ def test_errors(device):
         with pytest.raises(RuntimeError, match=BAD_VARIANT):
             G.run_linear_act_ladder("nope", x, w, b, "gelu")
         # Too few rows for the fused epilogue (and, off Hopper, no Hopper GPU): refused, not run.
-        with pytest.raises(RuntimeError, match=r"cudasteps.ladder_linear_act: the fused epilogue needs"):
-            G.run_linear_act_ladder("fused", x.bfloat16(), w.bfloat16(), b.bfloat16(), "gelu")
+        for v in FUSED_STEPS:
+            with pytest.raises(RuntimeError, match=r"cudasteps.ladder_linear_act: the fused epilogue needs"):
+                G.run_linear_act_ladder(v, x.bfloat16(), w.bfloat16(), b.bfloat16(), "gelu")
     meta = [t.to("meta") for t in (x, w, b)]
     with pytest.raises(RuntimeError, match=BAD_VARIANT):
         G.run_linear_act_ladder("nope", *meta, "gelu")
@@ -362,8 +396,9 @@ def test_fused_epilogue_runs_on_hopper():
     of the unrounded product, which differs from the two-pass result in some elements, and is
     closer to the float64 reference."""
     x, w, b = operands(257, 520, 1030, torch.bfloat16, "cuda", seed=120)
-    fused = G.run_linear_act_ladder("fused", x, w, b, "gelu")[0]
     two_pass = cudasteps.bias_act(cudasteps.linear(x, w), b, "gelu")
-    assert not torch.equal(fused, two_pass)
     ref = reference(x, w, b, "gelu")
-    assert rel_err(fused, ref) < rel_err(two_pass, ref)
+    for v in FUSED_STEPS:
+        fused = G.run_linear_act_ladder(v, x, w, b, "gelu")[0]
+        assert not torch.equal(fused, two_pass), v
+        assert rel_err(fused, ref) < rel_err(two_pass, ref), v

@@ -6,7 +6,8 @@
 //   store_one(m, n, acc)              value(), cast to the output type (Elem<T>), bounds-checked
 //   store_pair(m, n, acc0, acc1)      two neighbours (n even): one 32/64-bit store where it can
 //   fused() / activated<A>(p, add)    linear_act's activation: out = act(alpha * acc + beta * C),
-//                                     aux = alpha * acc (the Hopper kernel applies it as it stages
+//                                     aux = alpha * acc, C a bias row of the output's type or
+//                                     float32 (the Hopper kernels apply it as they stage
 //                                     its TMA stores, tc/sm90/epilogue.cuh; store_one_fused for
 //                                     single elements: split-K's reduce)
 //
@@ -94,8 +95,10 @@ struct Epilogue {
   float alpha, beta;
   const E* addend;  // nullptr: none
   int64_t add_s0, add_s1;
-  elementwise::Act act;  // linear_act's activation (TcProblem::act)
-  E* aux;                // nullptr: none (TcProblem::aux)
+  elementwise::Act act;   // linear_act's activation (TcProblem::act)
+  E* aux;                 // nullptr: none (TcProblem::aux)
+  const float* bias_f32;  // the fused stage's float32 bias row (TcProblem::addend_fp32; addend is
+                          // then nullptr), else nullptr
 
   static Epilogue from(const TcProblem& p) {
     Epilogue e;
@@ -105,7 +108,8 @@ struct Epilogue {
     e.N = p.N;
     e.alpha = p.alpha;
     e.beta = p.beta;
-    e.addend = p.beta != 0.f ? static_cast<const E*>(p.addend) : nullptr;
+    e.addend = p.beta != 0.f && !p.addend_fp32 ? static_cast<const E*>(p.addend) : nullptr;
+    e.bias_f32 = p.beta != 0.f && p.addend_fp32 ? static_cast<const float*>(p.addend) : nullptr;
     e.add_s0 = p.add_s0;
     e.add_s1 = p.add_s1;
     e.act = p.act;
@@ -113,8 +117,9 @@ struct Epilogue {
     return e;
   }
 
+  // The fused stage runs for an activation, an aux output, or a float32 bias (which only it reads).
   __host__ __device__ __forceinline__ bool fused() const {
-    return act != elementwise::Act::kNone || aux != nullptr;
+    return act != elementwise::Act::kNone || aux != nullptr || bias_f32 != nullptr;
   }
 
   // act(product + add) in fp32, with bias_act's functor for this output type.
@@ -128,8 +133,10 @@ struct Epilogue {
   __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {
     if (m >= M || n >= N) return;
     const float product = alpha * acc;
-    const float add =
-        addend != nullptr ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1]) : 0.f;
+    const float add = bias_f32 != nullptr ? beta * bias_f32[m * add_s0 + n * add_s1]
+                      : addend != nullptr
+                          ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1])
+                          : 0.f;
     if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(product);
     const float v =
         with_act(act, [&](auto a) { return activated<decltype(a)::value>(product, add); });

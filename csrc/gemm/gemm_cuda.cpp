@@ -2,8 +2,8 @@
 // (gemm.h), turns each op into one problem, out = alpha * a @ b + beta * addend, and sends it down
 // one of two paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32
 // switch is on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64). linear_act
-// runs linear then bias_act (linear_act.cpp); the same with the bias and activation in the
-// tensor-core epilogue (Hopper) is ladder_linear_act's "fused" step until it measures faster.
+// runs the bias and activation in the Hopper tensor-core GEMM's epilogue (tc:ws_pingpong's kernel)
+// where it can, and linear then bias_act (linear_act.cpp) elsewhere.
 //
 // Tensor cores for float32: torch.backends.cuda.matmul.allow_tf32, or
 // set_float32_matmul_precision "high"/"medium", read from at::globalContext() per call, as
@@ -70,14 +70,15 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
 // run tc:ws_persistent's kernel anyway (bf16/fp16 on a Hopper GPU; more than kGemvMaxTokens rows
 // and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the output rows are a
 // 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the bias has x's
-// dtype and is contiguous with its pairs aligned, and K is not 0 (the product is then just the
-// bias). Elsewhere the two-pass form runs: the same GEMM, then bias_act. Called under the device
-// guard of x's device.
+// dtype or float32 (autocast's) and is contiguous with its pairs aligned, and K is not 0 (the
+// product is then just the bias). Elsewhere the two-pass form runs: the same GEMM, then bias_act.
+// Called under the device guard of x's device.
 bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias) {
-  // The epilogue reads the bias in the output's dtype, in pairs of elements (aligned to two).
+  // The epilogue reads the bias in pairs of elements (aligned to two).
   if (bias.has_value() && bias->defined() &&
-      (bias->scalar_type() != x.scalar_type() || bias->stride(0) != 1 ||
+      ((bias->scalar_type() != x.scalar_type() && bias->scalar_type() != at::kFloat) ||
+       bias->stride(0) != 1 ||
        reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
     return false;
   }
@@ -90,17 +91,20 @@ bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
          (N * x.element_size()) % 16 == 0 && std::max({M, N, K}) < INT_MAX;
 }
 
-// Whether linear_act and linear_act_aux run the fused epilogue where it can run. Not yet: measured
-// on an H100 (scripts/bench_cases.py gemm.run_linear_act, the benchmark's linear_act rows, bf16,
-// bias + gelu_tanh), the fused kernel took 0.56 ms against 0.48 ms for linear then bias_act at
-// 8192 x 2048 -> 8192, and 0.66 ms against 0.57 ms at 4096 x 4096 -> 11008: its epilogue waits on
-// its bias loads (tc/sm90/epilogue.cuh, load_bias_pairs). Until it runs faster, the ops run the
-// two passes everywhere, and ladder_linear_act's "fused" step runs the epilogue.
-constexpr bool kFuseByDefault = false;
+// Whether linear_act and linear_act_aux run the fused epilogue where it can run, in
+// tc:ws_pingpong's kernel. Measured on an H100 (scripts/bench_cases.py gemm.run_linear_act, bf16,
+// bias + gelu_tanh, the product written too), at 8192 x 2048 -> 8192 and 4096 x 4096 -> 11008:
+// linear then bias_act 0.519 / 0.628 ms, the stage in tc:ws_persistent's epilogue 0.580 / 0.699 ms
+// (both consumer warpgroups leave the main loop for it), in tc:ws_pingpong's 0.508 / 0.596 ms (one
+// warpgroup's epilogue runs under the other's main loop).
+constexpr bool kFuseByDefault = true;
 
 // How linear_act_impl computes: kAuto (the ops: fused where kFuseByDefault and it can run), or a
 // ladder step's form, forced.
-enum class LinearActForm { kAuto, kTwoPass, kFused };
+// kFused runs the stage in tc:ws_persistent's epilogue (both consumer warpgroups stop their main
+// loop for it), kFusedPingPong in tc:ws_pingpong's (one warpgroup's epilogue under the other's main
+// loop).
+enum class LinearActForm { kAuto, kTwoPass, kFused, kFusedPingPong };
 
 // linear_act (want_aux false: the product is not returned), linear_act_aux, ladder_linear_act.
 std::tuple<at::Tensor, at::Tensor> linear_act_impl(
@@ -111,14 +115,15 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
   const c10::cuda::CUDAGuard guard(input.device());
   const at::Tensor x = flatten_input(input);
   const bool can_fuse = linear_act_fuses(x, weight, bias);
-  CUDASTEPS_CHECK(form != LinearActForm::kFused || can_fuse, op,
+  const bool forced_fused = form == LinearActForm::kFused || form == LinearActForm::kFusedPingPong;
+  CUDASTEPS_CHECK(!forced_fused || can_fuse, op,
                   "the fused epilogue needs a compute capability 9.0 GPU (and a build for it), "
                   "bfloat16 or float16 operands, more than ",
                   kGemvMaxTokens, " rows and output features, output rows of a 16-byte multiple "
-                  "and a contiguous bias of the input's dtype aligned to two elements; got input ",
+                  "and a contiguous bias of the input's dtype or float32 aligned to two elements; "
+                  "got input ",
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
-  const bool fused = form == LinearActForm::kFused ||
-                     (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);
+  const bool fused = forced_fused || (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);
   if (!fused && !want_aux) return {linear_act_unfused(input, weight, bias, act_name), at::Tensor()};
   if (!fused) return linear_act_two_pass(input, weight, bias, act_name);
   const int64_t N = weight.size(0);
@@ -128,9 +133,11 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
   TcFusion fusion;
   fusion.act = act;
   fusion.want_aux = want_aux;
+  // kAuto and kFusedPingPong: tc:ws_pingpong (kFuseByDefault's measurements).
+  const TcKernel kernel =
+      form == LinearActForm::kFused ? TcKernel::kWsPersistent : TcKernel::kWsPingPong;
   const at::Tensor out = tc_gemm_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0,
-                                      tc_type_of(x.scalar_type()), TcKernel::kWsPersistent, -1, {},
-                                      &fusion);
+                                      tc_type_of(x.scalar_type()), kernel, -1, {}, &fusion);
   const auto shape = linear_out_shape(input, N);
   return {out.view(shape), want_aux ? fusion.aux.view(shape) : at::Tensor()};
 }
@@ -148,17 +155,22 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_cuda(const at::Tensor& input,
 }
 
 // The ladder of linear_act's forms, each returning (out, product): "two_pass" (linear, then
-// bias_act) and "fused" (the bias and activation in tc:ws_persistent's epilogue, which also writes
-// the product; Hopper only, and refused where it cannot run).
+// bias_act), "fused" (the bias and activation in tc:ws_persistent's epilogue, which also writes
+// the product) and "fused_pingpong" (the same stage in tc:ws_pingpong's epilogue, which runs under
+// the other consumer warpgroup's main loop). The fused steps are Hopper only, and refused where
+// they cannot run.
 std::tuple<at::Tensor, at::Tensor> ladder_linear_act_cuda(const at::Tensor& input,
                                                           const at::Tensor& weight,
                                                           const c10::optional<at::Tensor>& bias,
                                                           c10::string_view act,
                                                           c10::string_view variant) {
   constexpr const char* op = "ladder_linear_act";
-  CUDASTEPS_CHECK(variant == "two_pass" || variant == "fused", op,
-                  "variant must be one of two_pass, fused, got '", std::string(variant), "'");
-  const LinearActForm form = variant == "fused" ? LinearActForm::kFused : LinearActForm::kTwoPass;
+  CUDASTEPS_CHECK(variant == "two_pass" || variant == "fused" || variant == "fused_pingpong", op,
+                  "variant must be one of two_pass, fused, fused_pingpong, got '",
+                  std::string(variant), "'");
+  const LinearActForm form = variant == "fused"            ? LinearActForm::kFused
+                             : variant == "fused_pingpong" ? LinearActForm::kFusedPingPong
+                                                           : LinearActForm::kTwoPass;
   return linear_act_impl(input, weight, bias, act, true, op, form);
 }
 

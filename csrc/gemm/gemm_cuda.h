@@ -53,9 +53,10 @@ enum class TcKernel {
 };
 
 // linear_act's fused epilogue, asked of tc_gemm_cuda: out = act(alpha * a @ b + beta * addend),
-// and, with want_aux, `aux` set to alpha * a @ b ([M, N], contiguous, out's dtype). Only
-// tc:ws_persistent's kernel (Hopper) runs it, with M, N and K all positive: the op layer decides
-// (gemm_cuda.cpp, linear_act) and runs the two-pass form otherwise.
+// and, with want_aux, `aux` set to alpha * a @ b ([M, N], contiguous, out's dtype); the addend (a
+// bias row) may be float32. Only tc:ws_pingpong's and tc:ws_persistent's kernels (Hopper) run
+// it, with M, N and K all positive: the op layer decides (gemm_cuda.cpp, linear_act) and runs the
+// two-pass form otherwise.
 struct TcFusion {
   elementwise::Act act = elementwise::Act::kNone;
   bool want_aux = false;
@@ -67,7 +68,7 @@ struct TcFusion {
 // repacked or transposed first). cp_async_config: a tc_cp_async config index for kCpAsync (-1:
 // chosen by shape). tuning: forced tile width / split-K of the Hopper persistent kernels (sweeps),
 // or (tuning.splits) the blocks that share K in the gemv mma step. fusion: linear_act's epilogue
-// (kernel must be kWsPersistent).
+// (kernel must be kWsPersistent or kWsPingPong).
 at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add, double alpha,
                         double beta, TcType type, TcKernel kernel = TcKernel::kAuto,
                         int cp_async_config = -1, TcTuning tuning = {},

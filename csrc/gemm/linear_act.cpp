@@ -5,9 +5,9 @@
 //   product = linear(input, weight)            (no bias: the GEMM)
 //   out     = bias_act(product, bias, act)     (the bias and the activation, one elementwise pass)
 //
-// It is the CPU kernel and what the CUDA kernel runs (gemm_cuda.cpp; the fused epilogue is
-// ladder_linear_act's "fused" step). With act "none" and a bias linear takes, linear_act is
-// linear. Both forms compute the same function (bias_act's functors); the fused one applies it to
+// It is the CPU kernel, and what the CUDA kernel runs where the fused epilogue (gemm_cuda.cpp:
+// the bias and activation in the Hopper GEMM's epilogue) cannot. With act "none" and a bias
+// linear takes, linear_act is linear. Both forms compute the same function (bias_act's functors); the fused one applies it to
 // the unrounded fp32 product, the two-pass one to the product rounded to the output dtype, so
 // they agree within that rounding.
 // The backward (gemm_autograd.cpp) is bias_act_backward on the saved product, then linear's two

@@ -28,10 +28,10 @@ _ops = torch.ops.cudasteps
 _mm, _linear, _linear_act = _ops.mm.default, _ops.linear.default, _ops.linear_act.default
 # linear_act's activations (elementwise.ACTIVATIONS; the same names as bias_act).
 _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
-# linear_act's ladder (run_linear_act_ladder): two passes, then the fused epilogue. Unlike the
-# other ladders, its last step is not yet what the op runs: linear_act runs ``two_pass`` until
-# ``fused`` measures faster (kFuseByDefault in csrc/gemm/gemm_cuda.cpp).
-LINEAR_ACT_LADDER = ("two_pass", "fused")
+# linear_act's ladder (run_linear_act_ladder): two passes, then the fused epilogue in
+# tc:ws_persistent's kernel, then in tc:ws_pingpong's (what the op runs where the stage can run:
+# kFuseByDefault and linear_act_fuses in csrc/gemm/gemm_cuda.cpp; two_pass elsewhere).
+LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -201,15 +201,15 @@ def linear_act(
 
     ``act`` is one of ``none``, ``relu``, ``gelu``, ``gelu_tanh``, ``silu`` (as ``bias_act``).
     ``bias`` [N] or None, in the dtype of ``input`` or float32 (as ``bias_act``'s; autocast casts
-    ``input`` and ``weight`` as for :func:`linear` and leaves an fp32 bias in fp32). It runs
-    ``linear`` (the GEMM, no bias) then ``bias_act`` (the bias and the activation in one pass).
-    Differentiable in all three: training saves the product ``input @ weight.T``, and the backward
-    is ``bias_act_backward`` on it (the activation's derivative and the bias gradient in one
-    pass), then linear's two GEMMs.
-
-    The same with the bias and activation in the GEMM's epilogue (Hopper) is the ``fused`` step of
-    :data:`LINEAR_ACT_LADDER` (:func:`run_linear_act_ladder`); it measured slower than the two
-    passes so far, so the op does not run it yet.
+    ``input`` and ``weight`` as for :func:`linear` and leaves an fp32 bias in fp32). On a Hopper
+    GPU, for bf16/fp16 with more than 16 rows and output features (output rows a 16-byte
+    multiple), the bias and the activation run in the GEMM's epilogue (the ``fused_pingpong`` step
+    of :data:`LINEAR_ACT_LADDER`, :func:`run_linear_act_ladder`): the activation of the unrounded
+    fp32 product, rounded once. Elsewhere it runs ``linear`` (the GEMM, no bias) then
+    ``bias_act`` (the bias and the activation in one pass). Differentiable in all three: training
+    saves the product ``input @ weight.T`` (written by the same epilogue where it is fused), and
+    the backward is ``bias_act_backward`` on it (the activation's derivative and the bias gradient
+    in one pass), then linear's two GEMMs.
     """
     if act == "gelu":
         return _linear_act(input, weight, bias)
@@ -221,11 +221,15 @@ def run_linear_act_ladder(
 ) -> tuple:
     """One step of linear_act's ladder (CUDA): ``(out, product)``, ``product = input @ weight.T``.
 
-    ``two_pass``: ``linear`` then ``bias_act`` (what :func:`linear_act` runs). ``fused``: the bias
-    and the activation in the epilogue of the Hopper GEMM, on the fp32 product before it is
-    rounded, which also writes the product; it needs a compute capability 9.0 GPU, bf16/fp16
-    operands, more than 16 rows and output features, output rows of a 16-byte
-    multiple and a contiguous, pair-aligned bias of the input's dtype, and raises otherwise.
+    ``two_pass``: ``linear`` then ``bias_act`` (what :func:`linear_act` runs where the fused steps
+    cannot). ``fused``: the bias and the activation in the epilogue of the Hopper GEMM
+    (tc:ws_persistent's kernel: both consumer warpgroups stop their main loop for it), on the fp32
+    product before it is rounded, which also writes the product. ``fused_pingpong``: the same in
+    tc:ws_pingpong's kernel, where one consumer warpgroup's epilogue runs under the other's main
+    loop (what :func:`linear_act` runs where it can). The fused steps need a compute capability 9.0
+    GPU, bf16/fp16 operands, more than 16 rows and output features, output rows of a 16-byte
+    multiple and a contiguous, pair-aligned bias of the input's dtype or float32, and raise
+    otherwise.
     """
     return _ops.ladder_linear_act(input, weight, bias, act, variant)
 

@@ -93,9 +93,11 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
   at::Tensor out = at::empty({M, N}, a_t.options().memory_format(at::MemoryFormat::Contiguous));
   if (fusion != nullptr) {
-    TORCH_CHECK(kernel == TcKernel::kWsPersistent && M > 0 && N > 0 && K > 0,
-                "cudasteps.linear_act: the fused epilogue needs tc:ws_persistent and a non-empty "
-                "product (the op layer runs the two-pass form otherwise)");
+    TORCH_CHECK((kernel == TcKernel::kWsPersistent || kernel == TcKernel::kWsPingPong) && M > 0 &&
+                    N > 0 && K > 0,
+                "cudasteps.linear_act: the fused epilogue needs tc:ws_persistent or "
+                "tc:ws_pingpong and a non-empty product (the op layer runs the two-pass form "
+                "otherwise)");
     if (fusion->want_aux) fusion->aux = at::empty_like(out);
   }
   if (M == 0 || N == 0) return out;
@@ -131,6 +133,11 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   if (kernel == TcKernel::kAuto) {
     kernel = tc_hopper_available() ? TcKernel::kFinal : TcKernel::kCpAsync;
   }
+  if (fusion != nullptr) {
+    // linear_act's fused stage is built into the K-major layout's kernels only (x @ weight^T).
+    if (!a.k_major) a = tc_repack(a_t, a, false, true);
+    if (!b.k_major) b = tc_repack(b_t, b, true, true);
+  }
   if (is_hopper_kernel(kernel)) {
     CUDASTEPS_CHECK(tc_hopper_available(), "ladder_mm", tc_kernel_name(kernel),
                     " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
@@ -150,17 +157,15 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     } else if (type == TcType::kTF32) {
       if (!a.k_major) a = tc_repack(a_t, a, false, true);
       if (!b.k_major) b = tc_repack(b_t, b, true, true);
-    } else if (is_hopper_ladder_only(kernel)) {
+    } else if (is_hopper_ladder_only(kernel) &&
+               !(kernel == TcKernel::kWsPingPong && a.k_major && b.k_major)) {
       // bf16/fp16: the ladder-only kernels are built for A row-major and B row-major alone
       // (ladder_kernels_built, tc/sm90/launch.cuh); other layouts are transposed into it.
+      // tc:ws_pingpong also reads two K-major operands in place (pingpong_built), the layout of
+      // linear_act's fused stage.
       if (!a.k_major) a = tc_repack(a_t, a, false, true);
       if (b.k_major) b = tc_repack(b_t, b, true, false);
     }
-  }
-  if (fusion != nullptr) {
-    // linear_act's fused stage is built into the K-major layout's kernels only (x @ weight^T).
-    if (!a.k_major) a = tc_repack(a_t, a, false, true);
-    if (!b.k_major) b = tc_repack(b_t, b, true, true);
   }
   if (kernel != TcKernel::kMma) {
     if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
@@ -189,6 +194,9 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   if (fusion != nullptr) {
     p.act = fusion->act;
     p.aux = fusion->want_aux ? fusion->aux.data_ptr() : nullptr;
+    // A float32 bias of 16-bit operands (autocast leaves linear_act's bias in float32).
+    p.addend_fp32 = add.ptr != nullptr && type != TcType::kTF32 &&
+                    add.holder.scalar_type() == at::kFloat;
   }
 
   if (gemv_step >= 0) {

@@ -59,6 +59,9 @@ struct TcProblem {
   // leading dimension) gets alpha * acc, the product before the addend, which the backward reads.
   elementwise::Act act = elementwise::Act::kNone;
   void* aux = nullptr;
+  // The fused stage's addend (a bias row) is float32, not the output's type: bf16/fp16 autocast
+  // casts linear_act's input and weight but leaves its bias in float32.
+  bool addend_fp32 = false;
   TcTuning tuning;
 };
 

@@ -53,42 +53,51 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
 enum class StageMode { kPlain, kAddend, kEdge, kFused };
 
 // linear_act's bias for this thread's column pairs (n, n + 1), n = n0 + 8 j + 2 (t % 4), of the
-// round's column blocks j = j_first .. j_first + kJs - 1: zeros past N or without a bias. The fused
-// path's bias is a row (add_s0 = 0, add_s1 = 1) whose pairs are aligned and whose N is a multiple
-// of the pairs (launch_typed checks), so one 32/64-bit load per pair. All the round's loads are
-// issued first, unconditionally (a column past N reads column 0 and is zeroed after), and only
-// then converted: a load under its own branch, converted at once, waited out its whole latency
-// before the next one was issued (ncu's stall samples sat on those conversions), and the fused
-// kernel took 0.55 ms for relu where the plain one took 0.42.
-template <TcType T, int kJs>
-__device__ __forceinline__ void load_bias_pairs(const Epilogue<T>& ep, int j_first, int64_t n0,
-                                                float2 (&bias)[kJs]) {
-  using Elem = tc::Elem<T>;
-  using E = typename Elem::type;
-  using Raw = std::conditional_t<T == TcType::kTF32, float2, uint32_t>;  // one pair
-  if (ep.addend == nullptr) {
-#pragma unroll
-    for (int jr = 0; jr < kJs; ++jr) bias[jr] = make_float2(0.f, 0.f);
-    return;
-  }
+// round's column blocks j = j_first .. j_first + kJs - 1, from a row of Src (the output's type, or
+// float32 under autocast): zeros past N. The fused path's bias is a row (add_s0 = 0, add_s1 = 1)
+// whose pairs are aligned and whose N is a multiple of the pairs (launch_typed checks), so one
+// 32/64-bit load per pair. All the round's loads are issued first, unconditionally (a column past
+// N reads column 0 and is zeroed after), and only then converted: a load under its own branch,
+// converted at once, waited out its whole latency before the next one was issued (ncu's stall
+// samples sat on those conversions).
+template <TcType T, typename Src, int kJs>
+__device__ __forceinline__ void load_bias_row_pairs(const Epilogue<T>& ep, const Src* row,
+                                                    int j_first, int64_t n0, float2 (&bias)[kJs]) {
+  using Raw = std::conditional_t<sizeof(Src) == 4, float2, uint32_t>;  // one pair
   const int64_t n_first = n0 + 8 * j_first + 2 * (threadIdx.x % 4);
   Raw raw[kJs];
 #pragma unroll
   for (int jr = 0; jr < kJs; ++jr) {
     const int64_t n = n_first + 8 * jr;
-    raw[jr] = __ldg(reinterpret_cast<const Raw*>(ep.addend + (n < ep.N ? n : 0)));
+    raw[jr] = __ldg(reinterpret_cast<const Raw*>(row + (n < ep.N ? n : 0)));
   }
 #pragma unroll
   for (int jr = 0; jr < kJs; ++jr) {
     float2 v;
-    if constexpr (T == TcType::kTF32) {
+    if constexpr (sizeof(Src) == 4) {
       v = raw[jr];
     } else {
-      const E* pair = reinterpret_cast<const E*>(&raw[jr]);
+      using Elem = tc::Elem<T>;
+      const auto* pair = reinterpret_cast<const typename Elem::type*>(&raw[jr]);
       v = make_float2(Elem::to_float(pair[0]), Elem::to_float(pair[1]));
     }
     const bool inside = n_first + 8 * jr < ep.N;
     bias[jr] = make_float2(inside ? ep.beta * v.x : 0.f, inside ? ep.beta * v.y : 0.f);
+  }
+}
+
+// The round's bias pairs (load_bias_row_pairs) from the bias row in whichever type it has, or
+// zeros without a bias.
+template <TcType T, int kJs>
+__device__ __forceinline__ void load_bias_pairs(const Epilogue<T>& ep, int j_first, int64_t n0,
+                                                float2 (&bias)[kJs]) {
+  if (ep.bias_f32 != nullptr) {
+    load_bias_row_pairs<T, float, kJs>(ep, ep.bias_f32, j_first, n0, bias);
+  } else if (ep.addend != nullptr) {
+    load_bias_row_pairs<T, typename tc::Elem<T>::type, kJs>(ep, ep.addend, j_first, n0, bias);
+  } else {
+#pragma unroll
+    for (int jr = 0; jr < kJs; ++jr) bias[jr] = make_float2(0.f, 0.f);
   }
 }
 

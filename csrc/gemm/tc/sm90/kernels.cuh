@@ -333,8 +333,11 @@ __global__ void __launch_bounds__(384, 1)
       const int split = unit % p.splits;
       uint8_t* my_staging = staging + c * (Cfg::kStoreBytes / 2);
       if (p.splits == 1 && p.tma_store) {
-        store_accumulators_tma<T, BN>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
-        store_accumulators_tma<T, BN>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + c);
+        // linear_act's fused stage, as in tc:ws_persistent (16-bit K-major operands only), here
+        // under the other warpgroup's main loop.
+        constexpr bool kFusable = AK && BKm && T != TcType::kTF32;
+        store_accumulators_tma<T, BN, kFusable>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
+        store_accumulators_tma<T, BN, kFusable>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + c);
       } else if (p.splits == 1) {
         store_accumulators<T, BN>(ep, d0, m0, n0);
         store_accumulators<T, BN>(ep, d1, m0 + 64, n0);

@@ -93,10 +93,19 @@ constexpr bool ladder_kernels_built() {
   return T == TcType::kTF32 || (AK && !BKm);
 }
 
+// tc:ws_pingpong is also built for 16-bit K-major operands (x @ weight^T): with linear_act's fused
+// stage, its epilogue runs under the other consumer warpgroup's main loop.
+template <TcType T, bool AK, bool BKm>
+constexpr bool pingpong_built() {
+  return ladder_kernels_built<T, AK, BKm>() || (T != TcType::kTF32 && AK && BKm);
+}
+
 template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
   constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
-  TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized,
+  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>();
+  TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
+                  (kPingPongBuilt && which == HopperKernel::kPingPong),
               "cudasteps.mm: this Hopper ladder kernel is built for row-major A and B only (the "
               "dispatcher transposes other layouts into it)");
   using Cfg = HopperCfg<T, BN>;
@@ -122,16 +131,18 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   // The fused stage runs in tc:ws_persistent's staged TMA stores (or split-K's reduce), built for
   // 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
-  // read in aligned pairs.
+  // of the output's type or float32, read in aligned pairs.
+  const int bias_pair_bytes = pr.addend_fp32 ? 8 : 2 * Cfg::kElemBytes;
   const bool bias_row = pr.addend == nullptr ||
                         (pr.add_s0 == 0 && pr.add_s1 == 1 &&
-                         reinterpret_cast<uintptr_t>(pr.addend) % (2 * Cfg::kElemBytes) == 0);
+                         reinterpret_cast<uintptr_t>(pr.addend) % bias_pair_bytes == 0);
   TORCH_CHECK(!ep.fused() || (T != TcType::kTF32 && AK && BKm &&
-                              which == HopperKernel::kWarpSpecialized &&
+                              (which == HopperKernel::kWarpSpecialized ||
+                               which == HopperKernel::kPingPong) &&
                               p.tma_store && bias_row),
-              "cudasteps.linear_act: the fused epilogue runs in tc:ws_persistent's kernel, for "
-              "16-bit K-major operands, an output whose rows are 16-byte aligned and an aligned "
-              "bias row, only");
+              "cudasteps.linear_act: the fused epilogue runs in tc:ws_persistent's and "
+              "tc:ws_pingpong's kernels, for 16-bit K-major operands, an output whose rows are "
+              "16-byte aligned and an aligned bias row, only");
   const int tiles = p.raster.count();
   if constexpr (kLadder) {
     if (which == HopperKernel::kCpAsync) {
@@ -178,11 +189,13 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   };
   if (ctas == 1 && which != HopperKernel::kPingPong) {
     launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
-  } else if constexpr (!kLadder) {
-    // Unreachable (checked on entry); the ladder kernels below are not instantiated here.
   } else if (which == HopperKernel::kPingPong) {
-    TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
-    launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
+    if constexpr (kPingPongBuilt) {
+      TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
+      launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
+    }
+  } else if constexpr (!kLadder) {
+    // Unreachable (checked on entry); the multicast kernel below is not instantiated here.
   } else {
     // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
     // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
