@@ -202,12 +202,33 @@ double log2_ratio(int64_t a, int64_t b) {
 //     same in every run.
 //   * that row's config; its split-K factor (and fixup: how the splits are added up) when the
 //     shape is exactly the row's. A shape in between whose tiles of that config leave SMs idle
-//     splits K (the row's way) when K is long (>= 2048) or the row split too (K >= 512): as many
-//     splits as fill one wave of resident blocks (MinBlocks per SM, every split keeping 256+ of
-//     K). Otherwise it takes a smaller tile: 128x64, or 64x64
-//     when even those do not fill the SMs (the rule measured before the table existed; without
-//     it 1000^3 ran 128x256 tiles on 32 of 132 SMs, 0.30x torch.mm on an H100).
+//     splits K (the row's way) when K is long (>= 2048) or the row split too (K >= 512), by
+//     splits_filling_waves (every split keeping 256+ of K); whether or not the row itself split:
+//     a row that did not (4096^3 NT, nearest to the 1024 x 1024 x 4096 linear and weight
+//     gradients) once left such shapes on 32 of 132 SMs, 0.25-0.28x torch.mm on an H100.
+//     Otherwise it takes a smaller tile: 128x64, or 64x64 when even those do not fill the SMs
+//     (the rule measured before the table existed; without it 1000^3 ran 128x256 tiles on 32 of
+//     132 SMs, 0.30x torch.mm on an H100).
 constexpr double kLayoutPenalty = 4.0;
+
+// The split-K factor (1 .. max_splits) for `tiles` output tiles on `slots` resident blocks (SMs x
+// blocks per SM) that takes the fewest waves of work per split: ceil(tiles * s / slots) / s, the
+// smallest s on ties (each split adds a partial sum to write and add). 32 tiles on 132 slots: 4
+// (one wave of 128 blocks, each a quarter of K); 128 tiles: 1 (2 splits would take two waves of
+// half-K blocks, no faster, plus the partial sums).
+int splits_filling_waves(int64_t tiles, int64_t slots, int max_splits) {
+  int best = 1;
+  int64_t best_num = ceil_div<int64_t>(tiles, slots), best_den = 1;  // waves / splits
+  for (int s = 2; s <= max_splits; ++s) {
+    const int64_t waves = ceil_div<int64_t>(tiles * s, slots);
+    if (waves * best_den < best_num * s) {  // waves / s < best_num / best_den
+      best = s;
+      best_num = waves;
+      best_den = s;
+    }
+  }
+  return best;
+}
 
 void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits,
                    bool& fixup) {
@@ -227,7 +248,7 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   config = table_config(best);
   const bool exact = row.M == M && row.N == N && row.K == K && std::strcmp(row.layout, layout) == 0;
   fixup = false;
-  if (exact || row.splits <= 1) {
+  if (exact) {
     splits = std::max(row.splits, 1);
     fixup = row.fixup && splits > 1;
     return;
@@ -241,9 +262,9 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   splits = 1;
   if (tiles >= sms) return;
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
-    const int64_t want = (int64_t(c.min_blocks) * sms) / tiles;
-    splits = int(std::max<int64_t>(2, std::min<int64_t>({want, K / kSplitKMinSlice, kSplitKMax})));
-    fixup = row.fixup;
+    const int max_splits = int(std::min<int64_t>(K / kSplitKMinSlice, kSplitKMax));
+    splits = splits_filling_waves(tiles, int64_t(c.min_blocks) * sms, max_splits);
+    fixup = row.fixup && splits > 1;
     return;
   }
   const ConfigEntry& mid = config_entry(kMidConfig);
