@@ -180,7 +180,8 @@ def sweep_shape(bench, label, m, n, k, lay, rows_out):
 def best_per_shape(rows):
     """(M, N, K, layout) -> the fastest correct row; ties go to the earlier config (table order).
     The ``_rowfma`` twins are timed (the sweep shows what the FFMA order buys per shape) but never
-    chosen: where their kernels are the same as the table config's, the choice would be noise.
+    chosen: where their kernels are the same as the table config's, the choice would be noise (and
+    they are built for row-major operands alone: other layouts time a copy into it too).
     For the same reason a ``_swapnn`` config is chosen for NN shapes only: in other layouts it runs
     its base config's kernels."""
     best = {}

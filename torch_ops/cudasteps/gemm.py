@@ -148,6 +148,8 @@ GEMV_LADDER = (
     "gemv:mma",
     "gemv:final",
 )
+# The few-row steps only the ladder runs, built for bf16 alone (float16 is refused with an error).
+GEMV_BF16_ONLY_STEPS = GEMV_LADDER[:3]
 GEMV_MAX_TOKENS = 16
 
 _COUNTERPART = {

@@ -94,46 +94,62 @@ void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStrea
 // Calls f(ALayoutK, BLayoutK, Vec, OutT), each a std::bool_constant, for the operands' layouts
 // and alignment: the one place that maps run-time flags onto the 8 kernel instantiations, and, for
 // a SwapNN config, `swapped` (an aligned NN product swapped into C^T = B^T A^T by gemm_cuda) onto
-// the ninth: the TT instantiation storing the transposed output.
-template <bool SwapNN, class F>
+// the ninth: the TT instantiation storing the transposed output. A RowMajorOnly config (the
+// ladder-only `_rowfma` twins) has one instantiation, row-major A and B with aligned rows, into
+// which gemm_cuda repacks the others: its 8 instantiations with their stream-K kernels took about
+// 15 s of compile time per twin on a 2-core machine, for steps the ladder runs on row-major
+// operands (and the sweep times, transposes included, but never picks).
+template <bool SwapNN, bool RowMajorOnly = false, class F>
 void with_instantiation(bool a_k, bool b_k, bool vec, bool swapped, F&& f) {
-  if constexpr (SwapNN) {
-    if (swapped) return f(std::false_type{}, std::true_type{}, std::true_type{}, std::true_type{});
+  if constexpr (RowMajorOnly) {
+    TORCH_CHECK(a_k && !b_k && vec && !swapped,
+                "cudasteps.mm: the _rowfma ladder configs are built for row-major operands with "
+                "16-byte aligned rows only (the dispatcher repacks others)");
+    return f(std::true_type{}, std::false_type{}, std::true_type{}, std::false_type{});
+  } else {  // (an else, not a fall-through: the code below would instantiate the other seven)
+    if constexpr (SwapNN) {
+      if (swapped) {
+        return f(std::false_type{}, std::true_type{}, std::true_type{}, std::true_type{});
+      }
+    }
+    auto pick_vec = [&](auto a, auto b) {
+      if (vec) return f(a, b, std::true_type{}, std::false_type{});
+      return f(a, b, std::false_type{}, std::false_type{});
+    };
+    auto pick_b = [&](auto a) {
+      if (b_k) return pick_vec(a, std::true_type{});
+      return pick_vec(a, std::false_type{});
+    };
+    if (a_k) return pick_b(std::true_type{});
+    return pick_b(std::false_type{});
   }
-  auto pick_vec = [&](auto a, auto b) {
-    if (vec) return f(a, b, std::true_type{}, std::false_type{});
-    return f(a, b, std::false_type{}, std::false_type{});
-  };
-  auto pick_b = [&](auto a) {
-    if (b_k) return pick_vec(a, std::true_type{});
-    return pick_vec(a, std::false_type{});
-  };
-  if (a_k) return pick_b(std::true_type{});
-  return pick_b(std::false_type{});
 }
 
-template <class Cfg, bool SwapNN>
+template <class Cfg, bool SwapNN, bool RowMajorOnly = false>
 void launch_streamk(const SgemmParams& p, const StreamKParams& sk, bool a_k, bool b_k, bool vec,
                     bool swapped, cudaStream_t stream) {
-  with_instantiation<SwapNN>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v, auto t) {
+  with_instantiation<SwapNN, RowMajorOnly>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v,
+                                                                      auto t) {
     launch_streamk_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value,
                        decltype(t)::value>(p, sk, stream);
   });
 }
 
 // Picks the instantiation for the operands' layouts and alignment (with_instantiation).
-template <class Cfg, bool SwapNN>
+template <class Cfg, bool SwapNN, bool RowMajorOnly = false>
 void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, bool swapped, int splits,
                 cudaStream_t stream) {
-  with_instantiation<SwapNN>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v, auto t) {
+  with_instantiation<SwapNN, RowMajorOnly>(a_k, b_k, vec, swapped, [&](auto a, auto b, auto v,
+                                                                      auto t) {
     launch_one<Cfg, decltype(a)::value, decltype(b)::value, decltype(v)::value,
                decltype(t)::value>(p, splits, stream);
   });
 }
 
-template <class Cfg, bool SwapNN = false>
+template <class Cfg, bool SwapNN = false, bool RowMajorOnly = false>
 constexpr ConfigEntry entry(const char* name) {
   static_assert(!SwapNN || Cfg::Stages >= 3, "swapped NN products: the ring configs only");
+  static_assert(!RowMajorOnly || (Cfg::Stages >= 3 && !SwapNN), "row-major-only: ring twins only");
   if constexpr (Cfg::Stages >= 3) {
     return ConfigEntry{name,
                        Cfg::BM,
@@ -142,10 +158,11 @@ constexpr ConfigEntry entry(const char* name) {
                        Cfg::MinBlocks,
                        Cfg::kSmemBytes + Cfg::kSumBytes,
                        SwapNN,
-                       &launch_cfg<Cfg, SwapNN>,
-                       &launch_streamk<Cfg, SwapNN>};
+                       RowMajorOnly,
+                       &launch_cfg<Cfg, SwapNN, RowMajorOnly>,
+                       &launch_streamk<Cfg, SwapNN, RowMajorOnly>};
   } else {
-    return ConfigEntry{name,     Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, 0, false,
+    return ConfigEntry{name,  Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, 0, false, false,
                        &launch_cfg<Cfg, false>, nullptr};
   }
 }
@@ -173,11 +190,12 @@ extern template void launch_cfg<CfgRingWide, false>(const SgemmParams&, bool, bo
                                                     cudaStream_t);
 extern template void launch_streamk<CfgRingWide, false>(const SgemmParams&, const StreamKParams&,
                                                         bool, bool, bool, bool, cudaStream_t);
-extern template void launch_cfg<CfgRingWideRowFma, false>(const SgemmParams&, bool, bool, bool,
-                                                          bool, int, cudaStream_t);
-extern template void launch_streamk<CfgRingWideRowFma, false>(const SgemmParams&,
-                                                              const StreamKParams&, bool, bool,
-                                                              bool, bool, cudaStream_t);
+extern template void launch_cfg<CfgRingWideRowFma, false, true>(const SgemmParams&, bool, bool,
+                                                                bool, bool, int, cudaStream_t);
+extern template void launch_streamk<CfgRingWideRowFma, false, true>(const SgemmParams&,
+                                                                    const StreamKParams&, bool,
+                                                                    bool, bool, bool,
+                                                                    cudaStream_t);
 extern template void launch_cfg<CfgRingTall, false>(const SgemmParams&, bool, bool, bool, bool, int,
                                                     cudaStream_t);
 extern template void launch_streamk<CfgRingTall, false>(const SgemmParams&, const StreamKParams&,
@@ -186,11 +204,12 @@ extern template void launch_cfg<CfgRingTall, true>(const SgemmParams&, bool, boo
                                                    cudaStream_t);
 extern template void launch_streamk<CfgRingTall, true>(const SgemmParams&, const StreamKParams&,
                                                        bool, bool, bool, bool, cudaStream_t);
-extern template void launch_cfg<CfgRingTallRowFma, false>(const SgemmParams&, bool, bool, bool,
-                                                          bool, int, cudaStream_t);
-extern template void launch_streamk<CfgRingTallRowFma, false>(const SgemmParams&,
-                                                              const StreamKParams&, bool, bool,
-                                                              bool, bool, cudaStream_t);
+extern template void launch_cfg<CfgRingTallRowFma, false, true>(const SgemmParams&, bool, bool,
+                                                                bool, bool, int, cudaStream_t);
+extern template void launch_streamk<CfgRingTallRowFma, false, true>(const SgemmParams&,
+                                                                    const StreamKParams&, bool,
+                                                                    bool, bool, bool,
+                                                                    cudaStream_t);
 
 }  // namespace gemm
 }  // namespace cudasteps

@@ -8,10 +8,11 @@
 // TN, TT), so a.t() or linear's weight costs no copy. Other strides go through cudasteps::copy.
 // Operands whose base pointer is not 16-byte aligned or whose leading dimension is not a multiple
 // of 4 take sgemm_kernel's scalar-load instantiation (Vec = false; in the cp.async ring, 4-byte
-// copies); the math is the same. A multistage or ring config runs on a copy of such operands with
-// padded rows when the product is large enough (worth_repacking); else a multistage config
-// (cp.async copies aligned 16-byte chunks) hands them to the sgemm_kernel config with the same
-// block tile (unaligned_fallback), and a ring config takes its own scalar-copy instantiation.
+// copies); the math is the same. A ring config runs on a copy of such operands with padded rows
+// when the product is large enough (worth_repacking), else its own scalar-copy instantiation. The
+// configs only the ladder and the sweep run (the multistage configs and the ring's `_rowfma`
+// twins) are built for row-major, aligned operands alone: any other operand is copied into that
+// layout first.
 //
 // Config table: the sgemm_kernel configs (config_entry, in dispatch_kernels.cu), then the
 // multistage configs of multistage_configs.cu (names cp<stages>_...); the `cfg:<name>` ladder
@@ -129,16 +130,6 @@ ResolvedConfig resolve_config(int index) {
   }
   const MsEntry& e = ms_entry(index - num_configs());
   return ResolvedConfig{e.name, e.bm, e.bn, e.bk, e.min_blocks, nullptr, &e};
-}
-
-// The sgemm_kernel config with the block tile of a multistage config: what runs when an operand
-// row is not 16-byte aligned (cp.async copies whole aligned 16-byte chunks).
-const ConfigEntry& unaligned_fallback(int bm, int bn) {
-  for (int i = 0; i < num_configs(); ++i) {
-    const ConfigEntry& c = config_entry(i);
-    if (c.bm == bm && c.bn == bn) return c;
-  }
-  return config_entry(kMainConfig);
 }
 
 // The ring configs' blocked sums: K per block. Error against float64 on an H100, as a fraction
@@ -299,21 +290,26 @@ bool worth_repacking(int64_t M, int64_t N, int64_t K, int64_t repacked_elems) {
 }
 
 // `o` (float32, the Operand of `t`) copied into a buffer whose rows start on 16-byte boundaries,
-// in the same storage order (tc_repack with the layout kept: one cudasteps::copy_ pass).
-Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
+// in the same storage order (col_major == o.col_major: tc_repack with the layout kept, one
+// cudasteps::copy_ pass) or row-major (col_major == false: a transpose where o is column-major).
+Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b, bool col_major) {
   TcOperand current;
   current.holder = o.holder;
   current.ptr = o.ptr;
   current.ld = o.ld;
   // tc_repack's k_major: A row-major, B column-major.
   current.k_major = is_b ? o.col_major : !o.col_major;
-  const TcOperand r = tc_repack(t, current, is_b, current.k_major);
+  const TcOperand r = tc_repack(t, current, is_b, is_b ? col_major : !col_major);
   Operand out;
   out.holder = r.holder;
   out.ptr = r.ptr;
   out.ld = r.ld;
-  out.col_major = o.col_major;
+  out.col_major = col_major;
   return out;
+}
+
+Operand repack_rows(const at::Tensor& t, const Operand& o, bool is_b) {
+  return repack_rows(t, o, is_b, o.col_major);
 }
 
 }  // namespace
@@ -322,13 +318,13 @@ int find_config(const std::string& name) {
   for (int i = 0; i < num_configs(); ++i)
     if (name == config_entry(i).name) return i;
   for (int i = 0; i < ms_num_entries(); ++i)
-    if (ms_entry(i).all_layouts && name == ms_entry(i).name) return num_configs() + i;
+    if (ms_entry(i).table_config && name == ms_entry(i).name) return num_configs() + i;
   return -1;
 }
 
 int find_ladder_step_config(const std::string& step) {
   for (int i = 0; i < ms_num_entries(); ++i)
-    if (!ms_entry(i).all_layouts && step == ms_entry(i).name) return num_configs() + i;
+    if (!ms_entry(i).table_config && step == ms_entry(i).name) return num_configs() + i;
   return -1;
 }
 
@@ -341,7 +337,7 @@ std::string config_names() {
     names += config_entry(i).name;
   }
   for (int i = 0; i < ms_num_entries(); ++i)
-    if (ms_entry(i).all_layouts) names += std::string(", ") + ms_entry(i).name;
+    if (ms_entry(i).table_config) names += std::string(", ") + ms_entry(i).name;
   return names;
 }
 
@@ -393,8 +389,8 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   Operand b = make_operand(b_t);
   bool vec = rows_16b_aligned(a) && rows_16b_aligned(b);
 
-  const bool a_k = !a.col_major;  // row-major A is contiguous along K
-  const bool b_k = b.col_major;   // column-major B is contiguous along K
+  bool a_k = !a.col_major;  // row-major A is contiguous along K
+  bool b_k = b.col_major;   // column-major B is contiguous along K
   int config = force_config, splits = force_splits;
   if (config < 0) {
     int auto_splits = 1;
@@ -407,14 +403,24 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   }
   if (splits <= 0) splits = 1;
   const ResolvedConfig chosen = resolve_config(config);
-  // The multistage kernel copies aligned 16-byte chunks. Operands whose rows are not 16-byte
-  // aligned (K = 4099, a storage offset) are copied into padded rows when the product hides that
-  // pass (worth_repacking), else they take the sgemm_kernel config with the same block tile (its
-  // scalar-load instantiation). The ring's scalar-copy instantiation runs them, but slower than the
-  // aligned one plus the pass, which also lets an NN product run swapped, so the ring repacks them
-  // too (4097 x 4095 x 4099 on an H100: 3.17 ms with the scalar copies, 2.94 ms repacked; cuBLAS
-  // 3.03 ms).
-  if ((chosen.ms != nullptr || is_ring(chosen.legacy)) && !vec) {
+  // The configs only the ladder and the sweep run (the multistage configs, the `_rowfma` twins:
+  // MsEntry, ConfigEntry::row_major_only) are built for row-major operands with aligned rows
+  // alone: others are copied into that layout first (the ladder runs them on row-major operands;
+  // the sweep's other layouts then time the copy too). The sums are those of the operands' own
+  // layout, bit for bit: each output's FFMAs run in the same k order.
+  if (chosen.ms != nullptr || (chosen.legacy != nullptr && chosen.legacy->row_major_only)) {
+    if (a.col_major || !rows_16b_aligned(a)) a = repack_rows(a_t, a, false, false);
+    if (b.col_major || !rows_16b_aligned(b)) b = repack_rows(b_t, b, true, false);
+    a_k = true;
+    b_k = false;
+    vec = true;
+  }
+  // Operands whose rows are not 16-byte aligned (K = 4099, a storage offset): the ring's
+  // scalar-copy instantiation runs them, but slower than the aligned one plus a pass that copies
+  // them into padded rows, which also lets an NN product run swapped, so the ring repacks them
+  // where the product hides that pass (worth_repacking; 4097 x 4095 x 4099 on an H100: 3.17 ms
+  // with the scalar copies, 2.94 ms repacked; cuBLAS 3.03 ms).
+  if (is_ring(chosen.legacy) && !vec) {
     const int64_t a_elems = rows_16b_aligned(a) ? 0 : M * K;
     const int64_t b_elems = rows_16b_aligned(b) ? 0 : K * N;
     if (worth_repacking(M, N, K, a_elems + b_elems)) {
@@ -424,7 +430,6 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
     }
   }
   const ConfigEntry* legacy = chosen.legacy;
-  if (chosen.ms != nullptr && !vec) legacy = &unaligned_fallback(chosen.bm, chosen.bn);
   const int bm = legacy ? legacy->bm : chosen.bm, bn = legacy ? legacy->bn : chosen.bn;
   const int bk = legacy ? legacy->bk : chosen.bk;
   // A swap_nn config runs an aligned NN product C = A B as C^T = B^T A^T: B^T is a column-major

@@ -32,8 +32,8 @@ constexpr ConfigEntry kConfigs[] = {
     entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
     entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
     entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
-    entry<CfgRingWideRowFma>("ring3_128x256x8_w64x64_t8x16_rowfma"),
-    entry<CfgRingTallRowFma>("ring3_256x128x8_w64x64_t16x8_rowfma"),
+    entry<CfgRingWideRowFma, false, true>("ring3_128x256x8_w64x64_t8x16_rowfma"),
+    entry<CfgRingTallRowFma, false, true>("ring3_256x128x8_w64x64_t16x8_rowfma"),
     entry<CfgRingTall, true>("ring3_256x128x8_w64x64_t16x8_swapnn"),
 };
 

@@ -5,10 +5,10 @@
 namespace cudasteps {
 namespace gemm {
 
-template void launch_all_layouts<Ms128Occ2>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms128Bk32>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms128x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms64x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128Occ2>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128Bk32>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms64x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
 
 }  // namespace gemm
 }  // namespace cudasteps

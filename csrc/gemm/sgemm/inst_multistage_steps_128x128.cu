@@ -8,8 +8,8 @@ namespace gemm {
 template void launch_row_major<StepMultistage>(const SgemmParams&, bool, bool, int, cudaStream_t);
 template void launch_row_major<StepFragDB>(const SgemmParams&, bool, bool, int, cudaStream_t);
 template void launch_row_major<StepSmemEpi>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms128FdbSe>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms128>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128FdbSe>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128>(const SgemmParams&, bool, bool, int, cudaStream_t);
 
 }  // namespace gemm
 }  // namespace cudasteps

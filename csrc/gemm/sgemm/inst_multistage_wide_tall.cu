@@ -5,9 +5,9 @@
 namespace cudasteps {
 namespace gemm {
 
-template void launch_all_layouts<Ms128x256Bk16>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms128x256Bk8>(const SgemmParams&, bool, bool, int, cudaStream_t);
-template void launch_all_layouts<Ms256x128>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128x256Bk16>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms128x256Bk8>(const SgemmParams&, bool, bool, int, cudaStream_t);
+template void launch_row_major<Ms256x128>(const SgemmParams&, bool, bool, int, cudaStream_t);
 
 }  // namespace gemm
 }  // namespace cudasteps

@@ -13,9 +13,11 @@ struct MsEntry {
   const char* name;
   int bm, bn, bk;
   int min_blocks;  // __launch_bounds__ blocks per SM (split-K fills one wave of these)
-  // false: a ladder-step config, instantiated for row-major A and B only (the steps take
-  // contiguous operands); true: a config-table entry, instantiated for all four layouts.
-  bool all_layouts;
+  // true: a config-table entry (`cfg:<name>`); false: a ladder step's config. Both are
+  // instantiated for row-major A and B with 16-byte aligned rows only: the dispatcher copies other
+  // operands into that layout (the ladder steps take contiguous operands; the table never picks a
+  // multistage config, only the sweep times them).
+  bool table_config;
   // a_k: A contiguous along K (row-major); b_k: B contiguous along K (column-major). Every operand
   // row must be 16-byte aligned (the caller routes other operands elsewhere).
   void (*launch)(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream);

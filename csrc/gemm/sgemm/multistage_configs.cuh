@@ -1,6 +1,6 @@
 // The multistage SGEMM's configs, as types (MsConfig aliases: the ladder steps', then the
 // config table's), and the launch templates that pick the kernel instantiation for an operand
-// layout (launch_all_layouts for table configs, launch_row_major for ladder steps). Instantiated in
+// layout (launch_row_major: row-major A and B, for table configs and ladder steps). Instantiated in
 // the inst_multistage_*.cu units, a few configs each, so that a parallel build compiles them side
 // by side; the extern declarations at the end keep every other unit from instantiating them.
 #pragma once
@@ -42,18 +42,10 @@ void launch_ms(const SgemmParams& p, int splits, cudaStream_t stream) {
 }
 
 template <class Cfg>
-void launch_all_layouts(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream) {
-  if (a_k) {
-    if (b_k) return launch_ms<Cfg, true, true>(p, splits, stream);
-    return launch_ms<Cfg, true, false>(p, splits, stream);
-  }
-  if (b_k) return launch_ms<Cfg, false, true>(p, splits, stream);
-  return launch_ms<Cfg, false, false>(p, splits, stream);
-}
-
-template <class Cfg>
 void launch_row_major(const SgemmParams& p, bool a_k, bool b_k, int splits, cudaStream_t stream) {
-  CUDASTEPS_CHECK(a_k && !b_k, "ladder_mm", "this SGEMM ladder step reads row-major A and B only");
+  CUDASTEPS_CHECK(a_k && !b_k, "ladder_mm",
+                  "the multistage SGEMM configs read row-major A and B only (the dispatcher copies "
+                  "other layouts into it)");
   launch_ms<Cfg, true, false>(p, splits, stream);
 }
 
@@ -64,22 +56,18 @@ extern template void launch_row_major<StepFragDB>(const SgemmParams&, bool, bool
                                                   cudaStream_t);
 extern template void launch_row_major<StepSmemEpi>(const SgemmParams&, bool, bool, int,
                                                    cudaStream_t);
-extern template void launch_all_layouts<Ms128FdbSe>(const SgemmParams&, bool, bool, int,
-                                                    cudaStream_t);
-extern template void launch_all_layouts<Ms128>(const SgemmParams&, bool, bool, int, cudaStream_t);
-extern template void launch_all_layouts<Ms128Occ2>(const SgemmParams&, bool, bool, int,
-                                                   cudaStream_t);
-extern template void launch_all_layouts<Ms128Bk32>(const SgemmParams&, bool, bool, int,
-                                                   cudaStream_t);
-extern template void launch_all_layouts<Ms128x256Bk16>(const SgemmParams&, bool, bool, int,
-                                                       cudaStream_t);
-extern template void launch_all_layouts<Ms128x256Bk8>(const SgemmParams&, bool, bool, int,
-                                                      cudaStream_t);
-extern template void launch_all_layouts<Ms256x128>(const SgemmParams&, bool, bool, int,
-                                                   cudaStream_t);
-extern template void launch_all_layouts<Ms128x64>(const SgemmParams&, bool, bool, int,
+extern template void launch_row_major<Ms128FdbSe>(const SgemmParams&, bool, bool, int,
                                                   cudaStream_t);
-extern template void launch_all_layouts<Ms64x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms128>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms128Occ2>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms128Bk32>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms128x256Bk16>(const SgemmParams&, bool, bool, int,
+                                                     cudaStream_t);
+extern template void launch_row_major<Ms128x256Bk8>(const SgemmParams&, bool, bool, int,
+                                                    cudaStream_t);
+extern template void launch_row_major<Ms256x128>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms128x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
+extern template void launch_row_major<Ms64x64>(const SgemmParams&, bool, bool, int, cudaStream_t);
 
 }  // namespace gemm
 }  // namespace cudasteps
