@@ -188,6 +188,67 @@ def run_linear_act(bench):
     )
 
 
+# The scaled FP8 GEMM's shapes (M, N, K): squares, the FFN's forward and backward shapes (as
+# torch._scaled_mm's anchors), and one torch._scaled_mm refuses (K not a multiple of 16).
+SCALED_MM_SHAPES = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 8192, 2048),
+    (8192, 2048, 8192),
+    (4096, 11008, 4096),
+    (4096, 4096, 11008),
+    (4096, 4096, 4099),
+]
+
+
+def run_scaled_mm(bench):
+    """cudasteps.scaled_mm (e4m3 x e4m3, per-tensor scales, bf16 out) against torch._scaled_mm
+    (cuBLASLt's FP8 GEMM) and, beside them, torch.mm on the same values in bf16: what FP8 buys.
+    CUDA only; torch._scaled_mm rows only where it runs (a GPU of compute capability 8.9+, K and N
+    multiples of 16)."""
+    if not bench.is_cuda:
+        return
+    fp8_gpu = torch.cuda.get_device_capability(bench.device) >= (8, 9)
+    shapes = SCALED_MM_SHAPES[:1] + SCALED_MM_SHAPES[-1:] if bench.quick else SCALED_MM_SHAPES
+    for m, n, k in shapes:
+
+        def make(seed, m=m, n=n, k=k):
+            g = torch.Generator(device=bench.device).manual_seed(seed)
+            a = torch.randn(m, k, generator=g, device=bench.device).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, generator=g, device=bench.device).to(torch.float8_e4m3fn).t()
+            one = torch.ones((), device=bench.device)
+            return (a, b, one, one, a.bfloat16(), b.bfloat16())
+
+        impls = [("torch.mm bf16", lambda a, b, sa, sb, a16, b16: torch.mm(a16, b16))]
+        if fp8_gpu and k % 16 == 0 and n % 16 == 0:
+            impls.append(
+                (
+                    "torch",
+                    lambda a, b, sa, sb, a16, b16: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
+                )
+            )
+        impls.append(("cudasteps", lambda a, b, sa, sb, a16, b16: cudasteps.scaled_mm(a, b, sa, sb)))
+        inputs = bench.rotation(make, 3 * (m * k + k * n))
+        for impl, ms in bench.time_many(impls, inputs).items():
+            bench.record(
+                op="scaled_mm",
+                case=f"{m}x{n}x{k} e4m3 per-tensor, bf16 out",
+                impl=impl,
+                dtype=torch.float8_e4m3fn,
+                shape=[m, n, k],
+                ms=ms,
+                flops=2 * m * n * k,
+            )
+    bench.section(
+        "scaled_mm (FP8)",
+        "`cudasteps.scaled_mm(a, b, scale_a, scale_b)` (e4m3 operands, per-tensor scales, bf16 "
+        "output) against `torch._scaled_mm` (cuBLASLt's FP8 GEMM; absent where it refuses the "
+        "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16. cudasteps' CUDA "
+        "kernel is still the FP8 ladder's baseline (the operands as fp32 on the TF32 tensor cores, "
+        "then the scales), so these rows show how far it is from the FP8 rate.",
+    )
+
+
 # Decode-sized bf16 linears: M tokens against an [N, K] weight (out_features, in_features), as a
 # decode step of a 4096-wide model with a 14336-wide MLP runs them.
 DECODE_WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336)]
@@ -319,6 +380,7 @@ def run(bench):
 
     run_tensor_cores(bench)
     run_linear_act(bench)
+    run_scaled_mm(bench)
     run_decode(bench)
     run_weight_gradients(bench)
 

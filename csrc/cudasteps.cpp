@@ -43,6 +43,10 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
       "(Tensor, Tensor)");
+  // (scale_a * a) @ (scale_b * b) + bias for float8 a and b, as torch._scaled_mm, any shape.
+  m.def(
+      "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+      "ScalarType? out_dtype=None) -> Tensor");
 
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");

@@ -183,6 +183,13 @@ def smoke_tensor_cores(dev):
                     out, got_product = gemm.run_linear_act_ladder(v, x, w, bias, "silu")
                     check(f"linear_act {v} {dtype} {m}x{n}x{k}", out, want, tol=tol)
                     check(f"linear_act {v} {dtype} {m}x{n}x{k} product", got_product, product, tol=tol)
+    # scaled_mm: FP8 operands of a ragged shape (K = 4099: no multiple of 16), row-wise scales.
+    a8 = torch.randn(33, 4099, device=dev).to(torch.float8_e4m3fn)
+    b8 = torch.randn(40, 4099, device=dev).to(torch.float8_e5m2).t()
+    sa, sb = torch.rand(33, 1, device=dev) + 0.5, torch.rand(1, 40, device=dev) + 0.5
+    want = (a8.double() @ b8.double()) * sa.double() * sb.double()
+    got = cudasteps.scaled_mm(a8, b8, sa, sb, out_dtype=torch.float32)
+    check("scaled_mm e4m3 x e5m2", got, want, tol=1e-3)
 
 
 def smoke_elementwise(dev):

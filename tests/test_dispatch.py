@@ -18,7 +18,7 @@ PUBLIC_OPS = [
     "copy", "copy_",
     "transpose", "transpose_",
     "sum",
-    "mm", "addmm", "linear", "linear_act", "linear_act_aux",
+    "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm",
     "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
 ]  # fmt: skip
 # Backward helpers: called by autograd, not differentiated themselves.

@@ -15,6 +15,10 @@ pytestmark = requires_two_gpus
 DEV = "cuda:1"
 
 
+def _fp8(t):
+    return t.to(torch.float8_e4m3fn)
+
+
 def _cases():
     x = make_tensor((67, 45), torch.float32, "cpu", seed=1)
     y = make_tensor((45, 33), torch.float32, "cpu", seed=2)
@@ -32,6 +36,14 @@ def _cases():
             lambda t: cudasteps.linear_act(t[0], t[1].t(), t[2], "silu"),
             lambda t: F.silu(t[0] @ t[1] + t[2]),
             (x, y, c),
+        ),
+        (
+            # FP8 operands (rounded from x, y), per-tensor scales; the reference scales the same
+            # FP8 values.
+            "scaled_mm",
+            lambda t: cudasteps.scaled_mm(_fp8(t[0]), _fp8(t[1]), t[3], t[3], out_dtype=torch.float32),
+            lambda t: (_fp8(t[0].float()).double() @ _fp8(t[1].float()).double()) * t[3] ** 2,
+            (x, y, c, torch.tensor(0.5)),
         ),
         ("bias_act", lambda t: cudasteps.bias_act(t[0], t[1], "gelu"), lambda t: F.gelu(t[0] + t[1]), (x, b)),
         ("add", lambda t: cudasteps.add(t[0], t[1], alpha=2), lambda t: t[0] + 2 * t[1], (x, b)),

@@ -13,7 +13,7 @@ load_extension()
 from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
 from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
-from .gemm import addmm, linear, linear_act, mm  # noqa: E402
+from .gemm import addmm, linear, linear_act, mm, scaled_mm  # noqa: E402
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
 
@@ -31,6 +31,7 @@ __all__ = [
     "mm",
     "mul",
     "nn",
+    "scaled_mm",
     "sum",
     "sum_leading",
     "transpose",

@@ -31,6 +31,8 @@ def dtype_name(dtype: torch.dtype) -> str:
         torch.bool: "Bool",
         torch.complex64: "ComplexFloat",
         torch.complex128: "ComplexDouble",
+        torch.float8_e4m3fn: "Float8_e4m3fn",
+        torch.float8_e5m2: "Float8_e5m2",
     }.get(dtype, str(dtype).replace("torch.", ""))
 
 

@@ -1,5 +1,6 @@
 """gemm family: ``mm``, ``addmm``, ``linear`` and ``linear_act`` (linear + bias + activation in the
-GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm).
+GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm), and ``scaled_mm``, the scaled FP8
+GEMM (csrc/gemm/scaled_mm.cpp).
 
 * bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
   Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
@@ -218,6 +219,27 @@ def linear_act(
     return _linear_act(input, weight, bias, act)
 
 
+def scaled_mm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> torch.Tensor:
+    """``(scale_a * a) @ (scale_b * b) + bias`` for FP8 ``a`` [M, K] and ``b`` [K, N], as
+    ``torch._scaled_mm`` computes it, for any M, N, K and any strides.
+
+    ``a`` and ``b``: ``torch.float8_e4m3fn`` or ``torch.float8_e5m2`` (any pair). ``scale_a``:
+    float32, one element (per tensor) or [M, 1] (per row); ``scale_b``: one element or [1, N] (per
+    column). ``bias``: [N] in ``out_dtype`` or float32. ``out_dtype``: bfloat16, float16 or
+    float32. Products exact, sums in float32, one rounding to ``out_dtype``. Not differentiable
+    (as ``torch._scaled_mm``). The CUDA kernel is still the FP8 ladder's baseline: the operands as
+    float32, the TF32 tensor cores (which hold every FP8 value exactly), then the scales and bias.
+    """
+    return _ops.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
+
+
 def run_linear_act_ladder(
     variant: str, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], act: str
 ) -> tuple:
@@ -241,14 +263,16 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     SGEMM steps (``LADDER``, ``CONFIG_VARIANTS``; float32, never TF32): the steps up to
     ``serpentine_fma`` need contiguous operands; ``final`` and ``cfg:*`` take any
-    layout. Tensor-core steps (``TC_LADDER``, and ``tc:cp_async_cfg:<name>``): bfloat16, float16,
-    or float32 computed in TF32 whatever torch's switch says; any layout. For tuning sweeps,
+    layout (the multistage ``cp*`` configs and the ``_rowfma`` twins are built for row-major
+    operands: others are copied into that layout first). Tensor-core steps (``TC_LADDER``, and
+    ``tc:cp_async_cfg:<name>``): bfloat16, float16, or float32 computed in TF32 whatever torch's
+    switch says; any layout. For tuning sweeps,
     ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
     kernel's tile width (128 x 128 or 128 x 256) and split-K factor (capped at the k-tiles and 16).
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
     ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
     linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte
-    aligned.
+    aligned; the steps of ``GEMV_BF16_ONLY_STEPS`` bfloat16 only.
     """
     return _ops.ladder_mm(a, b, variant)
 
@@ -375,6 +399,70 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
     _check_linear_act(input, weight, bias, act, op)
     shape = (*input.shape[:-1], weight.shape[0])
     return input.new_empty(shape), input.new_empty(shape)
+
+
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+_SCALED_MM_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _check_scale(scale, a, arg, count, dim):
+    op = "scaled_mm"
+    _checks.check(
+        scale.dtype == torch.float32, op, f"{arg} must be float32, got {_checks.dtype_name(scale.dtype)}"
+    )
+    _checks.same_device(scale, a, op, arg, "a")
+    per_tensor = scale.numel() == 1
+    per_row = scale.dim() == 2 and scale.shape[dim] == count and scale.shape[1 - dim] == 1
+    want = f"[M, 1] = [{count}, 1]" if dim == 0 else f"[1, N] = [1, {count}]"
+    _checks.check(
+        per_tensor or per_row,
+        op,
+        f"{arg} must have one element (a per-tensor scale) or shape {want}, got shape {list(scale.shape)}",
+    )
+
+
+@torch.library.register_fake("cudasteps::scaled_mm")
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+    op = "scaled_mm"
+    _check_dim(a, 2, op, "a")
+    _check_dim(b, 2, op, "b")
+    for t, arg in ((a, "a"), (b, "b")):
+        _checks.check(
+            t.dtype in _FP8_DTYPES,
+            op,
+            f"{arg} must be Float8_e4m3fn or Float8_e5m2, got {_checks.dtype_name(t.dtype)} "
+            "(cast with tensor.to(torch.float8_e4m3fn))",
+        )
+    _checks.same_device(b, a, op, "b", "a")
+    _checks.check(
+        b.shape[0] == a.shape[1],
+        op,
+        f"b.size(0) must equal a.size(1) ({a.shape[1]}), got {b.shape[0]} "
+        f"(shapes {list(a.shape)} and {list(b.shape)})",
+    )
+    out = torch.bfloat16 if out_dtype is None else out_dtype
+    _checks.check(
+        out in _SCALED_MM_OUT_DTYPES,
+        op,
+        f"out_dtype must be BFloat16, Half or Float, got {_checks.dtype_name(out)}",
+    )
+    _check_scale(scale_a, a, "scale_a", a.shape[0], 0)
+    _check_scale(scale_b, a, "scale_b", b.shape[1], 1)
+    if bias is not None:
+        _check_dim(bias, 1, op, "bias")
+        _checks.check(
+            bias.shape[0] == b.shape[1],
+            op,
+            f"bias must have shape [{b.shape[1]}], got shape {list(bias.shape)}",
+        )
+        _checks.check(
+            bias.dtype in (out, torch.float32),
+            op,
+            f"bias must have the dtype of out_dtype ({_checks.dtype_name(out)}) or Float, "
+            f"got {_checks.dtype_name(bias.dtype)}",
+        )
+        _checks.same_device(bias, a, op, "bias", "a")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
 
 
 @torch.library.register_fake("cudasteps::ladder_mm")

@@ -1,0 +1,169 @@
+// scaled_mm: the scaled FP8 GEMM, out = (scale_a * a) @ (scale_b * b) + bias, as torch._scaled_mm
+// computes it but for any M, N, K and any strides: a [M, K] and b [K, N] float8_e4m3fn or
+// float8_e5m2 (either pair), scale_a per tensor (one element) or per row ([M, 1]), scale_b per
+// tensor or per column ([1, N]), float32; bias [N] of out_dtype or float32; out_dtype bfloat16
+// (the default), float16 or float32. Accumulation in float32.
+//
+// This unit holds the op's checks, its CPU kernel, the CUDA kernel's first form and the autograd
+// kernel. Both kernels run the same steps, each exact or rounded once:
+//
+//   a32, b32 = a, b as float32           (exact: every FP8 value is a float32, and a TF32)
+//   product  = a32 @ b32                 (products exact, sums in float32: on a GPU the TF32
+//                                         tensor cores, which hold FP8 values exactly)
+//   out      = product * scale_a * scale_b (+ bias), rounded once to out_dtype
+//
+// so its error against a float64 product of the same FP8 inputs is float32 accumulation plus one
+// rounding. It is the baseline of the FP8 ladder, not its end: it moves four bytes per operand
+// element where an FP8 kernel moves one and runs at the TF32 rate (half of bf16's, a quarter of
+// FP8's). The wgmma FP8 kernel (Hopper) replaces the CUDA path's middle step and folds the scales
+// and the bias into its epilogue.
+//
+// Not differentiable (torch._scaled_mm is not either): FP8 operands are casts of higher-precision
+// tensors, and training differentiates through those (the autograd kernel refuses inputs that
+// require grad by name).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <utility>
+
+#include "common/checks.h"
+#include "common/typed_op.h"
+
+#ifdef CUDASTEPS_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "gemm/gemm_cuda.h"
+#endif
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+constexpr const char* kOp = "scaled_mm";
+
+bool is_fp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+// scale_a: one element, or [M, 1]; scale_b: one element, or [1, N] (`rows` of them along
+// `dim`, the other dimension 1).
+void check_scale(const at::Tensor& scale, const at::Tensor& a, const char* arg, int64_t count,
+                 int dim) {
+  check_defined(scale, kOp, arg);
+  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, kOp, arg, " must be float32, got ",
+                  scale.scalar_type());
+  check_same_device(scale, a, kOp, arg, "a");
+  const bool per_tensor = scale.numel() == 1;
+  const bool per_row = scale.dim() == 2 && scale.size(dim) == count && scale.size(1 - dim) == 1;
+  CUDASTEPS_CHECK(per_tensor || per_row, kOp, arg,
+                  " must have one element (a per-tensor scale) or shape ",
+                  dim == 0 ? "[M, 1] = [" : "[1, N] = [", dim == 0 ? count : 1, ", ",
+                  dim == 0 ? 1 : count, "], got shape ", scale.sizes());
+}
+
+// The checks of the op (the fake kernel in torch_ops/cudasteps/gemm.py raises the same messages).
+at::ScalarType check_scaled_mm_args(const at::Tensor& a, const at::Tensor& b,
+                                    const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                    const c10::optional<at::Tensor>& bias,
+                                    c10::optional<at::ScalarType> out_dtype) {
+  check_defined(a, kOp, "a");
+  check_defined(b, kOp, "b");
+  check_dim(a, 2, kOp, "a");
+  check_dim(b, 2, kOp, "b");
+  CUDASTEPS_CHECK(is_fp8(a.scalar_type()), kOp, "a must be Float8_e4m3fn or Float8_e5m2, got ",
+                  a.scalar_type(), " (cast with tensor.to(torch.float8_e4m3fn))");
+  CUDASTEPS_CHECK(is_fp8(b.scalar_type()), kOp, "b must be Float8_e4m3fn or Float8_e5m2, got ",
+                  b.scalar_type(), " (cast with tensor.to(torch.float8_e4m3fn))");
+  check_same_device(b, a, kOp, "b", "a");
+  CUDASTEPS_CHECK(b.size(0) == a.size(1), kOp, "b.size(0) must equal a.size(1) (", a.size(1),
+                  "), got ", b.size(0), " (shapes ", a.sizes(), " and ", b.sizes(), ")");
+  const at::ScalarType out = out_dtype.value_or(at::kBFloat16);
+  CUDASTEPS_CHECK(out == at::kBFloat16 || out == at::kHalf || out == at::kFloat, kOp,
+                  "out_dtype must be BFloat16, Half or Float, got ", out);
+  check_scale(scale_a, a, "scale_a", a.size(0), 0);
+  check_scale(scale_b, a, "scale_b", b.size(1), 1);
+  if (bias.has_value() && bias->defined()) {
+    check_dim(*bias, 1, kOp, "bias");
+    CUDASTEPS_CHECK(bias->size(0) == b.size(1), kOp, "bias must have shape [", b.size(1),
+                    "], got shape ", bias->sizes());
+    CUDASTEPS_CHECK(bias->scalar_type() == out || bias->scalar_type() == at::kFloat, kOp,
+                    "bias must have the dtype of out_dtype (", out, ") or Float, got ",
+                    bias->scalar_type());
+    check_same_device(*bias, a, kOp, "bias", "a");
+  }
+  return out;
+}
+
+// A scale as the product broadcasts it: a 0-dim tensor (per tensor), or [M, 1] / [1, N].
+at::Tensor broadcastable(const at::Tensor& scale) {
+  return scale.numel() == 1 ? scale.reshape({}) : scale;
+}
+
+// The last step of both kernels: product * scale_a * scale_b (+ bias) in float32, rounded once.
+at::Tensor scale_and_round(at::Tensor product, const at::Tensor& scale_a,
+                           const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                           at::ScalarType out_dtype) {
+  product.mul_(broadcastable(scale_a)).mul_(broadcastable(scale_b));
+  if (bias.has_value() && bias->defined()) product.add_(bias->to(at::kFloat));
+  return product.to(out_dtype);
+}
+
+at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                         const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                         c10::optional<at::ScalarType> out_dtype) {
+  const at::ScalarType out = check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype);
+  // cudasteps' own float32 GEMM (the CPU kernel of mm), on the exact float32 copies.
+  static const auto mm = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
+  const at::Tensor product = mm.call(a.to(at::kFloat), b.to(at::kFloat));
+  return scale_and_round(product, scale_a, scale_b, bias, out);
+}
+
+#ifdef CUDASTEPS_WITH_CUDA
+at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                          c10::optional<at::ScalarType> out_dtype) {
+  const at::ScalarType out = check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype);
+  const c10::cuda::CUDAGuard guard(a.device());
+  const at::Tensor a32 = a.to(at::kFloat), b32 = b.to(at::kFloat);
+  // TF32 tensor cores where the GPU has them, whatever torch's TF32 switch says: a TF32 holds
+  // every FP8 value exactly, so the products are exact either way. Older GPUs: the exact SGEMM.
+  const bool tensor_cores = at::cuda::getCurrentDeviceProperties()->major >= 8;
+  const at::Tensor product = tensor_cores
+                                 ? tc_gemm_cuda(a32, b32, Addend{}, 1.0, 0.0, TcType::kTF32)
+                                 : gemm_cuda(a32, b32, Addend{}, 1.0, 0.0);
+  return scale_and_round(product, scale_a, scale_b, bias, out);
+}
+#endif
+
+// Autograd: not differentiable. Refuses inputs that require grad (by name), else calls the kernel
+// below the Autograd key.
+at::Tensor scaled_mm_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                              c10::optional<at::ScalarType> out_dtype) {
+  const std::pair<const char*, bool> args[] = {
+      {"a", needs_grad(a)}, {"b", needs_grad(b)}, {"scale_a", needs_grad(scale_a)},
+      {"scale_b", needs_grad(scale_b)}, {"bias", needs_grad_opt(bias)}};
+  for (const auto& [name, requires_grad] : args) {
+    CUDASTEPS_CHECK(!requires_grad, kOp, name,
+                    " requires grad, but scaled_mm is not differentiable (as torch._scaled_mm): "
+                    "differentiate the higher-precision tensors the FP8 operands were cast from");
+  }
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Tensor&, const c10::optional<at::Tensor>&,
+                          c10::optional<at::ScalarType>)>("scaled_mm");
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(a, b, scale_a, scale_b, bias, out_dtype);
+}
+
+}  // namespace
+}  // namespace gemm
+
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("scaled_mm", &gemm::scaled_mm_cpu); }
+
+#ifdef CUDASTEPS_WITH_CUDA
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) { m.impl("scaled_mm", &gemm::scaled_mm_cuda); }
+#endif
+
+TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("scaled_mm", &gemm::scaled_mm_autograd); }
+
+}  // namespace cudasteps
