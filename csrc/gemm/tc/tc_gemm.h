@@ -54,7 +54,8 @@ struct TcProblem {
   // broadcast addmm self); nullptr: none. Read only when beta != 0.
   const void* addend = nullptr;
   int64_t add_s0 = 0, add_s1 = 0;
-  // linear_act's fused epilogue (tc_hopper_final_launch's kernel, and split-K's reduce, only):
+  // linear_act's fused epilogue (tc:ws_pingpong's and tc:ws_persistent's kernels for 16-bit
+  // K-major operands, and split-K's reduce, only):
   // out[m, n] = act(alpha * acc + beta * C[m, n]), and aux (when not nullptr; out's type and
   // leading dimension) gets alpha * acc, the product before the addend, which the backward reads.
   elementwise::Act act = elementwise::Act::kNone;

@@ -5,8 +5,9 @@
 //     tiles across the matrix edge (StageMode);
 //   * store_partial and splitk_reduce_kernel: split-K's fp32 partial sums and their sum in split
 //     order (deterministic), which then goes through tc::Epilogue;
-//   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_persistent's
-//     kernel): each value staged is act(alpha * acc + beta * addend), and aux gets alpha * acc.
+//   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_pingpong's
+//     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step): each
+//     value staged is act(alpha * acc + beta * addend), and aux gets alpha * acc.
 //     Done round by round as the values are staged, so that few values are live at once: applied
 //     to all the accumulators first, the kernel with 128 x 256 tiles ran out of its 168 registers
 //     (684 bytes of spills) and took 0.78 ms where linear and bias_act took 0.47.
@@ -225,8 +226,8 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
 }
 
 // This warpgroup's 64 x BN block at (m0, n0) through store_rounds_tma, in the mode its place needs.
-// kFusable: the kernel takes linear_act's fused stage (tc:ws_persistent's; the others are not
-// built with it).
+// kFusable: the kernel takes linear_act's fused stage (tc:ws_pingpong's and tc:ws_persistent's
+// for 16-bit K-major operands; the others are not built with it).
 template <TcType T, int BN, bool kFusable = false>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,

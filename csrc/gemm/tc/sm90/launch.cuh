@@ -129,8 +129,8 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.partial = nullptr;
   p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
-  // The fused stage runs in tc:ws_persistent's staged TMA stores (or split-K's reduce), built for
-  // 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
+  // The fused stage runs in tc:ws_pingpong's and tc:ws_persistent's staged TMA stores (or
+  // split-K's reduce), built for 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
   // of the output's type or float32, read in aligned pairs.
   const int bias_pair_bytes = pr.addend_fp32 ? 8 : 2 * Cfg::kElemBytes;
   const bool bias_row = pr.addend == nullptr ||
