@@ -155,6 +155,9 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
                       "row-major), got self row-major and mat2 column-major: tc:ws_persistent "
                       "reads that layout");
     } else if (type == TcType::kTF32) {
+      CUDASTEPS_CHECK(!is_hopper_ladder_only(kernel), "ladder_mm", tc_kernel_name(kernel),
+                      " is built for bfloat16 and float16 only (the TF32 ladder runs "
+                      "tc:ws_persistent, tc:ws_tf32_rs and tc:final), got float32");
       if (!a.k_major) a = tc_repack(a_t, a, false, true);
       if (!b.k_major) b = tc_repack(b_t, b, true, true);
     } else if (is_hopper_ladder_only(kernel) &&

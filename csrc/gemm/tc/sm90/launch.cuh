@@ -84,13 +84,14 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
 // are built for a (type, layout). The dispatcher never runs them, so for bf16 and fp16 they are
 // built in one layout, NN (A row-major, B row-major: mm of two row-major matrices, the layout the
 // benchmark's ladder runs), and the tc dispatcher transposes other layouts' operands into it
-// (is_hopper_ladder_only, tc/dispatch.cpp), as it does for TF32's MN-major operands. TF32 has one
-// layout (NT) for all of them. Building the other three 16-bit layouts' ladder kernels too put 7
-// of the 9 kernels in each of 6 units: about 5 s of compile time per unit (11.2 against 6.0 s
-// for inst_bf16_tn.cu alone on a 2-core machine).
+// (is_hopper_ladder_only, tc/dispatch.cpp), as it does for TF32's MN-major operands. Building the
+// other three 16-bit layouts' ladder kernels too put 7 of the 9 kernels in each of 6 units: about
+// 5 s of compile time per unit (11.2 against 6.0 s for inst_bf16_tn.cu alone on a 2-core
+// machine). TF32 has none of them (the TF32 ladder rows run tc:ws_persistent, tc:ws_tf32_rs and
+// tc:final; the dispatcher refuses the others by name): 5.8 s of inst_tf32_nt.cu's 12.5 s.
 template <TcType T, bool AK, bool BKm>
 constexpr bool ladder_kernels_built() {
-  return T == TcType::kTF32 || (AK && !BKm);
+  return T != TcType::kTF32 && AK && !BKm;
 }
 
 // tc:ws_pingpong is also built for 16-bit K-major operands (x @ weight^T): with linear_act's fused
