@@ -67,7 +67,7 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
 }
 
 // Whether linear_act can run fused for x [M, K] @ weight^T: where the dispatcher's product would
-// run tc:ws_persistent's kernel anyway (bf16/fp16 on a Hopper GPU; more than kGemvMaxTokens rows
+// run a Hopper persistent kernel anyway (bf16/fp16 on a Hopper GPU; more than kGemvMaxTokens rows
 // and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the output rows are a
 // 16-byte multiple (the fused stage runs in the kernel's staged TMA stores), the bias has x's
 // dtype or float32 (autocast's) and is contiguous with its pairs aligned, and K is not 0 (the
@@ -123,7 +123,10 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
                   "and a contiguous bias of the input's dtype or float32 aligned to two elements; "
                   "got input ",
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
-  const bool fused = forced_fused || (form == LinearActForm::kAuto && kFuseByDefault && can_fuse);
+  // act "none" with a bias linear takes is linear (tc:final's kernel, the bias in its epilogue).
+  const bool is_linear = !want_aux && linear_act_is_linear(input, bias, act_name);
+  const bool fused = forced_fused ||
+                     (form == LinearActForm::kAuto && kFuseByDefault && can_fuse && !is_linear);
   if (!fused && !want_aux) return {linear_act_unfused(input, weight, bias, act_name), at::Tensor()};
   if (!fused) return linear_act_two_pass(input, weight, bias, act_name);
   const int64_t N = weight.size(0);
