@@ -48,6 +48,12 @@ TORCH_LIBRARY(cudasteps, m) {
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
       "ScalarType? out_dtype=None) -> Tensor");
 
+  // ---- fp8 (csrc/fp8) ----
+  // x cast to FP8 with a scale (saturating), its FP8 transpose (transpose=True), and max |x|.
+  m.def(
+      "cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose=False) -> "
+      "(Tensor, Tensor?, Tensor)");
+
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");
   m.def("bias_act_backward(Tensor grad, Tensor x, Tensor? bias, str act) -> (Tensor, Tensor?)");

@@ -51,6 +51,13 @@ def smoke_transpose(dev):
     check("transpose_", cudasteps.transpose_(out, x), x.t())
     for v in cudasteps.ladder.variants("transpose"):
         check(f"ladder transpose {v}", cudasteps.ladder.run("transpose", v, x), x.t())
+    # cast_fp8: the transpose family's tile with an FP8 cast and an amax (ragged tiles, 3-D).
+    for shape in [(1, 1), (33, 65), (3, 37, 129)]:
+        x = torch.randn(shape, device=dev).bfloat16()
+        out, out_t, amax = cudasteps.cast_fp8(x, torch.tensor(2.0, device=dev), torch.float8_e4m3fn, True)
+        check(f"cast_fp8 {shape}", out.float(), (x.float() * 2).to(torch.float8_e4m3fn).float())
+        check(f"cast_fp8 {shape} transpose", out_t.float(), out.reshape(-1, shape[-1]).t().float())
+        check(f"cast_fp8 {shape} amax", amax, x.float().abs().amax())
 
 
 def smoke_reduce(dev):

@@ -20,6 +20,7 @@ PUBLIC_OPS = [
     "sum",
     "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm",
     "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
+    "cast_fp8",
 ]  # fmt: skip
 # Backward helpers: called by autograd, not differentiated themselves.
 NO_AUTOGRAD = {"bias_act_backward", "sum_leading"}

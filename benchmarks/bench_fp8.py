@@ -1,0 +1,66 @@
+"""fp8 family: cast_fp8 (x to FP8 with a scale, its FP8 transpose and max |x|, in one pass) against
+what a user writes in torch (eager, and the same under torch.compile): the amax, the scaled and
+clamped cast, and the transpose as separate ops.
+
+GB/s counts the bytes one pass must move: x read once, the FP8 output and its transpose written
+(one byte each), so the percentage is the fraction of the copy bandwidth.
+"""
+
+import cudasteps
+import torch
+from cudasteps.fp8 import FP8_MAX
+
+
+def _torch_cast(x, scale):
+    """What torch code runs for the same outputs (torchao's float8 casts do the same steps)."""
+    amax = x.abs().amax().float()
+    out = (x.float() * scale).clamp(-FP8_MAX[torch.float8_e4m3fn], FP8_MAX[torch.float8_e4m3fn])
+    out = out.to(torch.float8_e4m3fn)
+    return out, out.t().contiguous(), amax
+
+
+def _case(bench, shape, dtype):
+    rows, cols = shape
+
+    def make(seed):
+        g = torch.Generator(device=bench.device).manual_seed(seed)
+        x = torch.randn(rows, cols, generator=g, device=bench.device).to(dtype)
+        return (x, torch.tensor(16.0, device=bench.device))
+
+    elem = torch.tensor([], dtype=dtype).element_size()
+    moved = rows * cols * (elem + 2)
+    inputs = bench.rotation(make, moved)
+    impls = [
+        ("torch", _torch_cast),
+        ("cudasteps", lambda x, s: cudasteps.cast_fp8(x, s, torch.float8_e4m3fn, True)),
+    ]
+    if bench.is_cuda:
+        impls.insert(1, ("torch.compile", torch.compile(_torch_cast)))
+    for impl, ms in bench.time_many(impls, inputs).items():
+        bench.record(
+            op="cast_fp8",
+            case=f"{rows}x{cols} {str(dtype).replace('torch.', '')} -> e4m3 + transpose + amax",
+            impl=impl,
+            dtype=dtype,
+            shape=[rows, cols],
+            ms=ms,
+            bytes=moved,
+        )
+
+
+def run(bench):
+    if not bench.is_cuda:
+        _case(bench, (512, 768), torch.bfloat16)
+        return
+    shapes = [(8192, 8192), (16384, 2048), (8192, 2048)] if not bench.quick else [(8192, 8192)]
+    for shape in shapes:
+        _case(bench, shape, torch.bfloat16)
+    _case(bench, (8192, 8192), torch.float32)
+    bench.section(
+        "fp8 (cast, transpose, amax)",
+        "`cudasteps.cast_fp8(x, scale, float8_e4m3fn, transpose=True)`: the FP8 cast of x (scaled, "
+        "saturated), its FP8 transpose and max |x| in one pass, against torch's separate ops "
+        "(`x.abs().amax()`, `(x.float() * s).clamp(...).to(float8_e4m3fn)`, `.t().contiguous()`), "
+        "eager and under torch.compile. GB/s counts x read once and both FP8 outputs written once. "
+        "cudasteps' kernel is the first form (32 x 32 tiles, byte stores).",
+    )

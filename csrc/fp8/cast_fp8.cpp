@@ -1,0 +1,132 @@
+// cast_fp8: x (float32, bfloat16 or float16) to FP8 with a scale, its FP8 transpose, and its amax,
+// in one pass over x: what an FP8 GEMM's operands need (both K-major copies: the forward reads x,
+// the weight-gradient product its transpose) and what the next step's scale is computed from.
+//
+//   out   = fp8(x * scale)            round to nearest even, saturated to the format's largest
+//                                     finite value (448 for e4m3, 57344 for e5m2); NaN stays NaN
+//   out_t = out as [cols, rows]       out of x viewed as [rows, cols] (cols = x's last dimension),
+//                                     transposed, contiguous; None unless transpose=True
+//   amax  = max |x|                   float32, 0-dim; NaN if x holds one; 0 for an empty x
+//
+// The scale is a float32 tensor of one element on x's device, read by the kernel (no host sync):
+// with delayed scaling it comes from earlier steps' amax (this call's amax is for the next), with
+// dynamic scaling from this x's amax, taken first by a reduction (cudasteps.sum's family or
+// x.abs().amax()): two passes instead of one. The recipes are the FP8 training mode's to choose.
+//
+// This unit: the checks, the CPU kernel (torch's own ops on fp32, the reference), the CUDA host
+// side (the kernel is kernels.cu) and the autograd kernel (not differentiable: the casts of a
+// training step are taken inside its own autograd function).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <tuple>
+#include <utility>
+
+#include "common/checks.h"
+#include "common/typed_op.h"
+
+#ifdef CUDASTEPS_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "common/launch.cuh"
+#include "fp8/launch.h"
+#endif
+
+namespace cudasteps {
+namespace fp8 {
+namespace {
+
+constexpr const char* kOp = "cast_fp8";
+
+using CastResult = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>;
+
+void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype) {
+  check_defined(x, kOp, "x");
+  check_min_dim(x, 1, kOp, "x");
+  check_dtype(x, kOp, "x", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_defined(scale, kOp, "scale");
+  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, kOp, "scale must be float32, got ",
+                  scale.scalar_type());
+  CUDASTEPS_CHECK(scale.numel() == 1, kOp,
+                  "scale must have one element (a per-tensor scale), got shape ", scale.sizes());
+  check_same_device(scale, x, kOp, "scale", "x");
+  CUDASTEPS_CHECK(dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2, kOp,
+                  "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
+}
+
+// x as [rows, cols], cols its last dimension.
+std::pair<int64_t, int64_t> matrix_shape(const at::Tensor& x) {
+  const int64_t cols = x.size(-1);
+  return {cols == 0 ? 0 : x.numel() / cols, cols};
+}
+
+CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                        bool transpose) {
+  check_cast_args(x, scale, dtype);
+  const auto [rows, cols] = matrix_shape(x);
+  const double largest = dtype == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
+  // x * scale in float32 (exact for bf16/fp16 x), clamped (NaN passes through), rounded once.
+  const at::Tensor out = x.to(at::kFloat).mul(scale.reshape({})).clamp(-largest, largest).to(dtype);
+  c10::optional<at::Tensor> out_t;
+  if (transpose) out_t = out.reshape({rows, cols}).t().contiguous();
+  const at::Tensor amax =
+      x.numel() == 0 ? at::zeros({}, x.options().dtype(at::kFloat)) : x.abs().amax().to(at::kFloat);
+  return {out, out_t, amax};
+}
+
+#ifdef CUDASTEPS_WITH_CUDA
+CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                         bool transpose) {
+  check_cast_args(x, scale, dtype);
+  const c10::cuda::CUDAGuard guard(x.device());
+  const auto [rows, cols] = matrix_shape(x);
+  // The kernel reads a contiguous x (a copy for other strides).
+  const at::Tensor xc = x.contiguous();
+  at::Tensor out = at::empty(x.sizes(), x.options().dtype(dtype));
+  c10::optional<at::Tensor> out_t;
+  if (transpose) out_t = at::empty({cols, rows}, x.options().dtype(dtype));
+  at::Tensor amax = at::zeros({}, x.options().dtype(at::kFloat));
+  if (x.numel() > 0) {
+    const SrcType src = x.scalar_type() == at::kHalf       ? SrcType::kHalf
+                        : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
+                                                           : SrcType::kFloat;
+    const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
+    const at::Tensor s = scale.contiguous();
+    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, s.const_data_ptr<float>(),
+                    static_cast<uint8_t*>(out.data_ptr()),
+                    transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
+                    static_cast<unsigned*>(amax.data_ptr()), sm_count(),
+                    at::cuda::getCurrentCUDAStream());
+  }
+  return {out, out_t, amax};
+}
+#endif
+
+// Autograd: not differentiable. Refuses an x or scale that requires grad, else calls the kernel
+// below the Autograd key.
+CastResult cast_fp8_autograd(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                             bool transpose) {
+  CUDASTEPS_CHECK(!needs_grad(x), kOp,
+                  "x requires grad, but cast_fp8 is not differentiable: cast inside the autograd "
+                  "function of the FP8 computation");
+  CUDASTEPS_CHECK(!needs_grad(scale), kOp,
+                  "scale requires grad, but cast_fp8 is not differentiable");
+  static const auto op =
+      typed_op<CastResult(const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(x, scale, dtype, transpose);
+}
+
+}  // namespace
+}  // namespace fp8
+
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("cast_fp8", &fp8::cast_fp8_cpu); }
+
+#ifdef CUDASTEPS_WITH_CUDA
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) { m.impl("cast_fp8", &fp8::cast_fp8_cuda); }
+#endif
+
+TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("cast_fp8", &fp8::cast_fp8_autograd); }
+
+}  // namespace cudasteps

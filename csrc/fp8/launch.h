@@ -1,0 +1,30 @@
+// The CUDA launcher of cast_fp8 (kernels.cu) as the host side (cast_fp8.cpp) calls it. Light on
+// purpose (CUDA's runtime and nothing of ATen): the kernel unit includes it, and ATen's headers
+// would cost it about 20 s of compile time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace cudasteps {
+namespace fp8 {
+
+// Which FP8 format an output holds.
+enum class Fp8Kind { kE4M3, kE5M2 };
+
+// Which type the input holds.
+enum class SrcType { kFloat, kHalf, kBFloat16 };
+
+// x: a contiguous [rows, cols] matrix of `src`; scale: one float32 on the device. Writes
+// out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
+// value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and raises *amax_bits (the
+// bits of a float32 set to +0 by the caller) to the bits of the largest |x| (a NaN anywhere wins):
+// unsigned bits of non-negative floats order as the floats do, so atomicMax on them is exact and
+// the result the same whatever the order. One pass over x, in 32 x 32 tiles.
+void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
+                     const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                     int sm_count, cudaStream_t stream);
+
+}  // namespace fp8
+}  // namespace cudasteps

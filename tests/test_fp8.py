@@ -1,0 +1,138 @@
+"""Tests for cudasteps.cast_fp8 (csrc/fp8): x cast to FP8 with a scale (round to nearest even,
+saturated), its FP8 transpose, and max |x|, in one pass.
+
+The reference is torch's own float32 arithmetic: x * scale, clamped to the format's largest finite
+value, cast with torch's FP8 conversion (round to nearest even). Every output is compared bit for
+bit; amax exactly.
+"""
+
+import cudasteps
+import pytest
+import torch
+from _helpers import DEVICES
+from cudasteps.fp8 import FP8_MAX
+
+FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
+SOURCES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def reference(x, scale, dtype):
+    xs = x.float().cpu() * scale.float().cpu().reshape(())
+    out = xs.clamp(-FP8_MAX[dtype], FP8_MAX[dtype]).to(dtype)
+    amax = x.float().cpu().abs().amax() if x.numel() else torch.zeros(())
+    return out, amax
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8))
+
+
+def values(shape, dtype, device, seed):
+    """Random values over many binades, some past the FP8 range once scaled."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g) * torch.exp2(torch.randint(-12, 12, shape, generator=g).float())
+    return x.to(dtype).to(device)
+
+
+# Odd sizes (no multiple of the 32 x 32 tile), 1, rows > cols and the reverse, 3-D, empty.
+SHAPES = [(1,), (7,), (1, 1), (3, 5), (33, 65), (100, 31), (17, 1000), (2, 45, 70), (0, 8), (8, 0)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FP8, ids=["e4m3", "e5m2"])
+@pytest.mark.parametrize("src", SOURCES, ids=["fp32", "bf16", "fp16"])
+def test_matches_reference_bitwise(device, dtype, src):
+    for i, shape in enumerate(SHAPES):
+        x = values(shape, src, device, seed=i)
+        for scale_value in (1.0, 64.0, 2.0**-7):
+            scale = torch.tensor(scale_value, device=device)
+            want, want_amax = reference(x, scale, dtype)
+            for transpose in (False, True):
+                out, out_t, amax = cudasteps.cast_fp8(x, scale, dtype, transpose)
+                assert out.dtype == dtype and out.device == x.device
+                assert same_bits(out, want), (shape, src, dtype, scale_value)
+                assert amax.dtype == torch.float32 and amax.shape == ()
+                assert torch.equal(amax.cpu(), want_amax), (shape, src, dtype)
+                if transpose:
+                    cols = shape[-1]
+                    rows = x.numel() // cols if cols else 0
+                    assert out_t.is_contiguous()
+                    assert same_bits(out_t, want.reshape(rows, cols).t()), (shape, src, dtype)
+                else:
+                    assert out_t is None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_saturation_nan_and_views(device):
+    x = torch.tensor([[1e6, -1e6, 0.5, float("nan")], [3.0, -0.0, 1e-9, -2.0]], device=device)
+    out, out_t, amax = cudasteps.cast_fp8(x, torch.ones(1, device=device), torch.float8_e4m3fn, True)
+    got = out.float().cpu()
+    assert got[0, 0] == 448 and got[0, 1] == -448  # saturated, not NaN
+    assert torch.isnan(got[0, 3]) and torch.isnan(amax.cpu())  # NaN passes through, and wins amax
+    assert same_bits(out_t, out.t())
+    # A transposed, sliced input: the same values as its contiguous copy.
+    base = values((40, 70), torch.bfloat16, device, seed=3)
+    view = base.t()[5:50]
+    out, out_t, amax = cudasteps.cast_fp8(view, torch.tensor(4.0, device=device), torch.float8_e5m2, True)
+    want, want_amax = reference(view, torch.tensor(4.0), torch.float8_e5m2)
+    assert same_bits(out, want) and same_bits(out_t, want.t()) and torch.equal(amax.cpu(), want_amax)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_feeds_scaled_mm(device):
+    """The cast and its transpose are the operands of an FP8 product: scaled_mm of them, with the
+    inverse scales, approximates the bf16 product of the inputs."""
+    x = torch.randn(64, 96, device=device).bfloat16()
+    w = torch.randn(48, 96, device=device).bfloat16()
+    sx = (FP8_MAX[torch.float8_e4m3fn] / x.float().abs().amax()).reshape(1)
+    sw = (FP8_MAX[torch.float8_e4m3fn] / w.float().abs().amax()).reshape(1)
+    x8, _, _ = cudasteps.cast_fp8(x, sx, torch.float8_e4m3fn)
+    w8, w8_t, _ = cudasteps.cast_fp8(w, sw, torch.float8_e4m3fn, transpose=True)
+    out = cudasteps.scaled_mm(x8, w8_t, sx.reciprocal(), sw.reciprocal(), out_dtype=torch.float32)
+    ref = x.double() @ w.double().t()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 0.08  # e4m3: 3 mantissa bits
+    # The transpose holds the same values: the product of its view equals that of w8.t().
+    again = cudasteps.scaled_mm(x8, w8.t(), sx.reciprocal(), sw.reciprocal(), None, torch.float32)
+    assert torch.equal(out, again)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors(device):
+    x = torch.randn(4, 6, device=device)
+    one = torch.ones((), device=device)
+    op = "cudasteps.cast_fp8"
+    cases = [
+        ((x.double(), one, torch.float8_e4m3fn), rf"{op}: x must be Float or BFloat16 or Half, got Double"),
+        ((x[0, 0], one, torch.float8_e4m3fn), rf"{op}: x must have at least 1 dimensions, got 0-D"),
+        ((x, one.half(), torch.float8_e4m3fn), rf"{op}: scale must be float32, got Half"),
+        ((x, torch.ones(2, device=device), torch.float8_e4m3fn), rf"{op}: scale must have one element"),
+        ((x, one, torch.bfloat16), rf"{op}: dtype must be Float8_e4m3fn or Float8_e5m2, got BFloat16"),
+    ]
+    for args, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8(*args)
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8(*meta)
+    if device == "cuda":
+        with pytest.raises(RuntimeError, match=rf"{op}: scale must be on x's device \(cuda:0\), got cpu"):
+            torch.ops.cudasteps.cast_fp8(x, one.cpu(), torch.float8_e4m3fn)
+    with pytest.raises(RuntimeError, match=rf"{op}: x requires grad, but cast_fp8 is not differentiable"):
+        cudasteps.cast_fp8(x.clone().requires_grad_(), one)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_and_compile(device):
+    x = torch.randn(33, 40, device=device).bfloat16()
+    scale = torch.tensor(8.0, device=device)
+    for args in [(x, scale, torch.float8_e4m3fn, True), (x, scale, torch.float8_e5m2, False)]:
+        torch.library.opcheck(torch.ops.cudasteps.cast_fp8.default, args)
+
+    def f(x, scale):
+        out, out_t, amax = cudasteps.cast_fp8(x * 2, scale, torch.float8_e4m3fn, True)
+        return out.float().sum(), out_t, amax
+
+    backend = "inductor" if device == "cuda" else "aot_eager"
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
+    got, want = compiled(x, scale), f(x, scale)
+    assert torch.equal(got[0], want[0]) and same_bits(got[1], want[1]) and torch.equal(got[2], want[2])

@@ -1,0 +1,62 @@
+"""fp8 family: ``cast_fp8``, a tensor cast to FP8 with a scale, its FP8 transpose and its amax in
+one pass (csrc/fp8): the casts an FP8 GEMM's operands need (``cudasteps.scaled_mm``), and the
+amax the next scale is computed from.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import _checks
+
+_ops = torch.ops.cudasteps
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+# The largest finite value of each format: casts saturate to it.
+FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+
+
+def cast_fp8(
+    x: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn, transpose: bool = False
+) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor]:
+    """``(out, out_t, amax)``: ``out = fp8(x * scale)`` in ``dtype`` (round to nearest even,
+    saturated to ``FP8_MAX[dtype]``; NaN stays NaN), ``out_t`` the FP8 transpose of ``out`` viewed as
+    ``[rows, x.shape[-1]]`` (contiguous ``[x.shape[-1], rows]``; None unless ``transpose``), and
+    ``amax = max |x|`` (float32, 0-dim; 0 for an empty ``x``), in one pass over ``x``.
+
+    ``x``: float32, bfloat16 or float16, any shape with at least one dimension (non-contiguous
+    inputs are copied first on CUDA). ``scale``: a float32 tensor of one element on ``x``'s device,
+    read on the device (no host sync). Not differentiable.
+    """
+    return _ops.cast_fp8(x, scale, dtype, transpose)
+
+
+@torch.library.register_fake("cudasteps::cast_fp8")
+def _cast_fp8_fake(x, scale, dtype, transpose=False):
+    op = "cast_fp8"
+    _checks.check(
+        x.dim() >= 1, op, f"x must have at least 1 dimensions, got {x.dim()}-D with shape {list(x.shape)}"
+    )
+    _checks.check(
+        x.dtype in (torch.float32, torch.bfloat16, torch.float16),
+        op,
+        f"x must be Float or BFloat16 or Half, got {_checks.dtype_name(x.dtype)}",
+    )
+    _checks.check(
+        scale.dtype == torch.float32, op, f"scale must be float32, got {_checks.dtype_name(scale.dtype)}"
+    )
+    _checks.check(
+        scale.numel() == 1,
+        op,
+        f"scale must have one element (a per-tensor scale), got shape {list(scale.shape)}",
+    )
+    _checks.same_device(scale, x, op, "scale", "x")
+    _checks.check(
+        dtype in _FP8_DTYPES,
+        op,
+        f"dtype must be Float8_e4m3fn or Float8_e5m2, got {_checks.dtype_name(dtype)}",
+    )
+    cols = x.shape[-1]
+    rows = x.numel() // cols if cols != 0 else 0
+    out = x.new_empty(x.shape, dtype=dtype)
+    out_t = x.new_empty((cols, rows), dtype=dtype) if transpose else None
+    return out, out_t, x.new_empty((), dtype=torch.float32)
