@@ -47,6 +47,12 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
       "ScalarType? out_dtype=None) -> Tensor");
+  // input @ weight.t() + bias with both operands cast to FP8 (e4m3, per-tensor scales from their
+  // amax); _aux also returns what the backward reads (the FP8 transposes and the scales).
+  m.def("linear_fp8(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def(
+      "linear_fp8_aux(Tensor input, Tensor weight, Tensor? bias) -> "
+      "(Tensor, Tensor, Tensor, Tensor, Tensor)");
 
   // ---- fp8 (csrc/fp8) ----
   // x cast to FP8 with a scale (saturating), its FP8 transpose (transpose=True), and max |x|.

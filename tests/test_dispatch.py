@@ -18,7 +18,7 @@ PUBLIC_OPS = [
     "copy", "copy_",
     "transpose", "transpose_",
     "sum",
-    "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm",
+    "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm", "linear_fp8",
     "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
     "cast_fp8",
 ]  # fmt: skip

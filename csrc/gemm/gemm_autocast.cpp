@@ -1,4 +1,4 @@
-// Autocast for mm, addmm and linear: under torch.autocast their floating-point tensor arguments are
+// Autocast for mm, addmm, linear, linear_act and linear_fp8: under torch.autocast their floating-point tensor arguments are
 // cast to the autocast dtype (bf16 or fp16) before the op runs, as aten casts its own mm, addmm and
 // linear (autocast's lower-precision list, on CUDA and on CPU). So cudasteps.nn.Linear under
 // autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
@@ -85,6 +85,19 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& inp
   return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 
+// linear_fp8 casts only the input (its output, and so the next layer's input, is then in the
+// autocast dtype): the weight goes to FP8 straight from its master copy (float32), and its
+// gradient comes back in float32; the bias stays as it is (added in float32 when it differs).
+template <c10::DeviceType Device>
+at::Tensor linear_fp8_autocast(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
+          "linear_fp8");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(input), weight, bias);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
@@ -93,6 +106,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
   m.impl("linear", &linear_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CUDA>);
 }
 
 TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
@@ -101,6 +115,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
   m.impl("linear", &linear_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CPU>);
+  m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CPU>);
 }
 
 }  // namespace cudasteps

@@ -1,4 +1,4 @@
-// Autograd for mm, addmm, linear and linear_act. The backward runs cudasteps::mm on transposed
+// Autograd for mm, addmm, linear, linear_act and linear_fp8. The backward runs cudasteps::mm on transposed
 // views, which the kernels read in place (a transposed view is a column-major operand), so training
 // with cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
 // reductions through cudasteps::sum, or (linear_act) the column sums of bias_act_backward.
@@ -233,6 +233,91 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
   }
 };
 
+// ---- linear_fp8: FP8 forward (e4m3), FP8 backward (e5m2 gradients), dynamic per-tensor scales ----
+
+using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+Fp8Parts linear_fp8_aux_call(const at::Tensor& input, const at::Tensor& weight,
+                             const c10::optional<at::Tensor>& bias) {
+  static const auto op = typed_op<Fp8Parts(const at::Tensor&, const at::Tensor&,
+                                           const c10::optional<at::Tensor>&)>("linear_fp8_aux");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(input, weight, bias);
+}
+
+at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, at::ScalarType out_dtype) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Tensor&, const c10::optional<at::Tensor>&,
+                          c10::optional<at::ScalarType>)>("scaled_mm");
+  return op.call(a, b, scale_a, scale_b, c10::nullopt, out_dtype);
+}
+
+class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias) {
+    auto [out, x8_t, w8_t, scale_x, scale_w] = linear_fp8_aux_call(input, weight, bias);
+    ctx->set_materialize_grads(false);
+    // Only the FP8 transposes and the scales are kept: a quarter of a float32 input's bytes.
+    ctx->save_for_backward({x8_t, w8_t, scale_x, scale_w});
+    ctx->saved_data["input_dtype"] = int64_t(input.scalar_type());
+    ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
+    const bool has_bias = bias.has_value() && bias->defined();
+    ctx->saved_data["bias_dtype"] = has_bias ? int64_t(bias->scalar_type()) : int64_t(-1);
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const at::Tensor& grad = grad_outputs[0];
+    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x8_t = saved[0];  // [K, M]
+    const at::Tensor& w8_t = saved[1];  // [K, N]
+    const at::Tensor& scale_x = saved[2];
+    const at::Tensor& scale_w = saved[3];
+    const auto input_dtype = at::ScalarType(ctx->saved_data["input_dtype"].toInt());
+    const auto weight_dtype = at::ScalarType(ctx->saved_data["weight_dtype"].toInt());
+    const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
+    const c10::SymInt K = w8_t.sym_size(0), N = w8_t.sym_size(1);
+    const at::Tensor g = grad.reshape_symint({-1, N});
+    // The gradient in e5m2 (the wider range gradients need), with its own dynamic scale.
+    static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
+        const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
+    const at::Tensor amax = g.abs().amax().to(at::kFloat);
+    const at::Tensor scale_g = at::where(amax > 0, 57344.0 / amax, at::ones_like(amax));
+    auto [g8, g8_t, amax_g] = cast.call(g, scale_g, at::kFloat8_e5m2, true);
+    (void)amax_g;
+    at::Tensor grad_input, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(0)) {
+      std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());
+      shape.back() = K;
+      grad_input = scaled_mm_call(g8, w8_t.t(), scale_g.reciprocal(), scale_w.reciprocal(),
+                                  input_dtype)
+                       .view_symint(shape);
+    }
+    if (ctx->needs_input_grad(1)) {
+      grad_weight = scaled_mm_call(*g8_t, x8_t.t(), scale_g.reciprocal(), scale_x.reciprocal(),
+                                   weight_dtype);
+    }
+    if (bias_dtype >= 0 && ctx->needs_input_grad(2)) {
+      grad_bias = g.to(at::kFloat).sum(0).to(at::ScalarType(bias_dtype));
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+};
+
+at::Tensor linear_fp8_autograd(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                               const c10::optional<at::Tensor>&)>("linear_fp8");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight, bias);
+  }
+  return LinearFp8Function::apply(input, weight, bias);
+}
+
 at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
   if (!needs_grad(self, mat2)) return mm_call(self, mat2);
   return MmFunction::apply(self, mat2);
@@ -281,6 +366,7 @@ TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("linear", &linear_autograd);
   m.impl("linear_act", &linear_act_autograd);
   m.impl("linear_act_aux", &linear_act_aux_autograd);
+  m.impl("linear_fp8", &linear_fp8_autograd);
 }
 
 }  // namespace cudasteps

@@ -241,6 +241,23 @@ def scaled_mm(
     return _ops.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
 
 
+def linear_fp8(
+    input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """``input @ weight.T + bias`` with input and weight cast to FP8 (e4m3), each with a per-tensor
+    scale from its current amax (``448 / amax``: dynamic tensorwise scaling, torchao's default
+    float8 recipe), the product on :func:`scaled_mm`, the output in ``input``'s dtype.
+
+    ``input`` [..., K] and ``weight`` [N, K]: float32, bfloat16 or float16; ``bias`` [N] of any of
+    those. Differentiable: the backward casts the output gradient to e5m2 with its own scale and
+    runs ``grad_input`` and ``grad_weight`` on :func:`scaled_mm` too, from the FP8 transposes the
+    forward kept (no higher-precision copy of input or weight is saved); gradients come back in
+    their tensors' dtypes. Under autocast only ``input`` is cast (the weight goes to FP8 from its
+    master copy). ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
+    """
+    return _ops.linear_fp8(input, weight, bias)
+
+
 def run_linear_act_ladder(
     variant: str, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], act: str
 ) -> tuple:
@@ -400,6 +417,58 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
     _check_linear_act(input, weight, bias, act, op)
     shape = (*input.shape[:-1], weight.shape[0])
     return input.new_empty(shape), input.new_empty(shape)
+
+
+def _check_linear_fp8(input, weight, bias, op):
+    _checks.check(
+        input.dim() >= 1,
+        op,
+        f"input must have at least 1 dimensions, got {input.dim()}-D with shape {list(input.shape)}",
+    )
+    _check_dim(weight, 2, op, "weight")
+    for t, arg in ((input, "input"), (weight, "weight")):
+        _checks.check(
+            t.dtype in (torch.float32, torch.bfloat16, torch.float16),
+            op,
+            f"{arg} must be Float or BFloat16 or Half, got {_checks.dtype_name(t.dtype)}",
+        )
+    _checks.same_device(weight, input, op, "weight", "input")
+    _checks.check(
+        weight.shape[1] == input.shape[-1],
+        op,
+        f"weight.size(1) must equal input.size(-1) ({input.shape[-1]}), got {weight.shape[1]}",
+    )
+    if bias is not None:
+        _check_dim(bias, 1, op, "bias")
+        _checks.check(
+            bias.shape[0] == weight.shape[0],
+            op,
+            f"bias must have shape [{weight.shape[0]}], got shape {list(bias.shape)}",
+        )
+        _checks.check(
+            bias.dtype in (torch.float32, torch.bfloat16, torch.float16),
+            op,
+            f"bias must be Float or BFloat16 or Half, got {_checks.dtype_name(bias.dtype)}",
+        )
+        _checks.same_device(bias, input, op, "bias", "input")
+
+
+@torch.library.register_fake("cudasteps::linear_fp8")
+def _linear_fp8_fake(input, weight, bias=None):
+    _check_linear_fp8(input, weight, bias, "linear_fp8")
+    return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+@torch.library.register_fake("cudasteps::linear_fp8_aux")
+def _linear_fp8_aux_fake(input, weight, bias):
+    _check_linear_fp8(input, weight, bias, "linear_fp8_aux")
+    k, n = weight.shape[1], weight.shape[0]
+    m = input.numel() // k if k else 0
+    out = input.new_empty((*input.shape[:-1], n))
+    x8_t = input.new_empty((k, m), dtype=torch.float8_e4m3fn)
+    w8_t = weight.new_empty((k, n), dtype=torch.float8_e4m3fn)
+    scale = input.new_empty((), dtype=torch.float32)
+    return out, x8_t, w8_t, scale, scale.clone()
 
 
 _FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)

@@ -39,15 +39,31 @@ class Linear(nn.Module):
     arguments (``in_features, out_features, bias=True, device=None, dtype=None``), parameter
     names, initialisation (``reset_parameters``) and ``state_dict`` keys, so state dicts load
     both ways between this and ``torch.nn.Linear``.
+
+    ``fp8=True`` (keyword only) runs ``cudasteps.linear_fp8`` instead: input and weight cast to
+    FP8 (e4m3) with per-tensor scales from their current amax, the output gradient to e5m2, the
+    three products on ``cudasteps.scaled_mm``; the parameters and their gradients keep their dtype
+    (the master weights), so the optimizer is unchanged. Under autocast the output is in the
+    autocast dtype.
     """
 
-    __constants__ = ["in_features", "out_features"]
+    __constants__ = ["in_features", "out_features", "fp8"]
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        fp8: bool = False,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
+        self.fp8 = fp8
         self.weight = nn.Parameter(torch.empty((out_features, in_features), **factory_kwargs))
         if bias:
             self.bias = nn.Parameter(torch.empty(out_features, **factory_kwargs))
@@ -67,13 +83,18 @@ class Linear(nn.Module):
         # act: the activation a LinearAct that holds this layer applies in the epilogue. Passed
         # through this call (not read off self.weight by the LinearAct) so that hooks on this
         # module, such as FSDP2's unsharding of its parameters, run.
+        if self.fp8:
+            out = torch.ops.cudasteps.linear_fp8(x, self.weight, self.bias)
+            return out if act == "none" else torch.ops.cudasteps.bias_act(out, None, act)
         if act == "none":
             return torch.ops.cudasteps.linear(x, self.weight, self.bias)
         return torch.ops.cudasteps.linear_act(x, self.weight, self.bias, act)
 
     def extra_repr(self) -> str:
+        fp8 = ", fp8=True" if self.fp8 else ""
         return (
-            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}{fp8}"
         )
 
 

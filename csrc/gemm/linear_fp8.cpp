@@ -1,0 +1,113 @@
+// linear_fp8: input @ weight^T + bias with both operands cast to FP8 (e4m3) with per-tensor scales
+// taken from their current amax (dynamic tensorwise scaling, torchao's default float8 recipe):
+//
+//   scale_x = 448 / amax(input)          scale_w = 448 / amax(weight)   (on the device, no sync)
+//   x8, x8_t = cast_fp8(input, scale_x)  w8, w8_t = cast_fp8(weight, scale_w)
+//   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in input's dtype
+//
+// and linear_fp8_aux, which also returns what the backward reads: x8_t and w8_t (the FP8
+// transposes the two backward products need as K-major operands) and the two scales. The
+// backward (gemm_autograd.cpp) casts the output gradient to e5m2 with its own scale the same way
+// and runs grad_input = g8 @ w8 and grad_weight = g8^T @ x8 through scaled_mm; the bias gradient
+// is g's column sums. Master weights stay in their dtype (float32 under autocast), and so does
+// their gradient.
+//
+// This unit: the checks and the forward, one composite of ops for every device (registered for CPU
+// and CUDA); it runs whatever scaled_mm and cast_fp8 run there.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "common/checks.h"
+#include "common/typed_op.h"
+#include "gemm/gemm.h"
+
+namespace cudasteps {
+namespace gemm {
+namespace {
+
+constexpr double kE4M3Max = 448.0;
+
+using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias, const char* op) {
+  check_defined(input, op, "input");
+  check_defined(weight, op, "weight");
+  check_min_dim(input, 1, op, "input");
+  check_dim(weight, 2, op, "weight");
+  check_dtype(input, op, "input", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_dtype(weight, op, "weight", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_same_device(weight, input, op, "weight", "input");
+  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op, "weight.size(1) must equal input.size(-1) (",
+                  input.size(-1), "), got ", weight.size(1));
+  if (bias.has_value() && bias->defined()) {
+    check_dim(*bias, 1, op, "bias");
+    CUDASTEPS_CHECK(bias->size(0) == weight.size(0), op, "bias must have shape [", weight.size(0),
+                    "], got shape ", bias->sizes());
+    check_dtype(*bias, op, "bias", {at::kFloat, at::kBFloat16, at::kHalf});
+    check_same_device(*bias, input, op, "bias", "input");
+  }
+}
+
+// The per-tensor scale that maps t's amax to the format's largest value (1 for an all-zero t).
+at::Tensor dynamic_scale(const at::Tensor& t, double fp8_max) {
+  const at::Tensor amax = t.numel() == 0 ? at::zeros({}, t.options().dtype(at::kFloat))
+                                         : t.abs().amax().to(at::kFloat);
+  return at::where(amax > 0, fp8_max / amax, at::ones_like(amax));
+}
+
+Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
+                          const c10::optional<at::Tensor>& bias, const char* op) {
+  check_linear_fp8_args(input, weight, bias, op);
+  static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
+  static const auto scaled_mm =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                          const at::Tensor&, const c10::optional<at::Tensor>&,
+                          c10::optional<at::ScalarType>)>("scaled_mm");
+  const int64_t K = input.size(-1), N = weight.size(0);
+  const at::Tensor x = input.reshape({-1, K});
+  const at::Tensor scale_x = dynamic_scale(x, kE4M3Max), scale_w = dynamic_scale(weight, kE4M3Max);
+  auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, true);
+  auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, true);
+  // A bias of another dtype than the output is added in float32 by scaled_mm (it takes the
+  // output's dtype or float32).
+  c10::optional<at::Tensor> b;
+  if (bias.has_value() && bias->defined()) {
+    b = bias->scalar_type() == input.scalar_type() ? *bias : bias->to(at::kFloat);
+  }
+  at::Tensor out = scaled_mm.call(x8, w8.t(), scale_x.reciprocal(), scale_w.reciprocal(), b,
+                                  input.scalar_type());
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = N;
+  return {out.view(shape), *x8_t, *w8_t, scale_x, scale_w};
+}
+
+at::Tensor linear_fp8_kernel(const at::Tensor& input, const at::Tensor& weight,
+                             const c10::optional<at::Tensor>& bias) {
+  return std::get<0>(linear_fp8_parts(input, weight, bias, "linear_fp8"));
+}
+
+Fp8Parts linear_fp8_aux_kernel(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias) {
+  return linear_fp8_parts(input, weight, bias, "linear_fp8_aux");
+}
+
+}  // namespace
+}  // namespace gemm
+
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
+  m.impl("linear_fp8", &gemm::linear_fp8_kernel);
+  m.impl("linear_fp8_aux", &gemm::linear_fp8_aux_kernel);
+}
+
+#ifdef CUDASTEPS_WITH_CUDA
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("linear_fp8", &gemm::linear_fp8_kernel);
+  m.impl("linear_fp8_aux", &gemm::linear_fp8_aux_kernel);
+}
+#endif
+
+}  // namespace cudasteps
