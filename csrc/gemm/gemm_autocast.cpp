@@ -1,6 +1,7 @@
-// Autocast for mm, addmm, linear, linear_act and linear_fp8: under torch.autocast their floating-point tensor arguments are
-// cast to the autocast dtype (bf16 or fp16) before the op runs, as aten casts its own mm, addmm and
-// linear (autocast's lower-precision list, on CUDA and on CPU). So cudasteps.nn.Linear under
+// Autocast for mm, addmm, linear, linear_act and linear_fp8: under torch.autocast the floating-point
+// tensor arguments of mm, addmm and linear are cast to the autocast dtype (bf16 or fp16) before the
+// op runs, as aten casts its own mm, addmm and linear (autocast's lower-precision list, on CUDA and
+// on CPU); linear_act and linear_fp8 cast fewer (below). So cudasteps.nn.Linear under
 // autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
 //
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are

@@ -1,7 +1,8 @@
-// Autograd for mm, addmm, linear, linear_act and linear_fp8. The backward runs cudasteps::mm on transposed
-// views, which the kernels read in place (a transposed view is a column-major operand), so training
-// with cudasteps.nn.Linear uses cudasteps GEMMs both ways. Bias and broadcast-self gradients are
-// reductions through cudasteps::sum, or (linear_act) the column sums of bias_act_backward.
+// Autograd for mm, addmm, linear, linear_act and linear_fp8. The backward runs cudasteps::mm on
+// transposed views, which the kernels read in place (a transposed view is a column-major operand),
+// so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (linear_fp8: scaled_mm on
+// the FP8 transposes its forward kept). Bias and broadcast-self gradients are reductions through
+// cudasteps::sum, or (linear_act) the column sums of bias_act_backward.
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -233,7 +234,7 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
   }
 };
 
-// ---- linear_fp8: FP8 forward (e4m3), FP8 backward (e5m2 gradients), dynamic per-tensor scales ----
+// ---- linear_fp8: FP8 forward (e4m3), FP8 backward (e5m2 gradients), dynamic scales ----
 
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 

@@ -40,8 +40,9 @@ void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
   check_dtype(input, op, "input", {at::kFloat, at::kBFloat16, at::kHalf});
   check_dtype(weight, op, "weight", {at::kFloat, at::kBFloat16, at::kHalf});
   check_same_device(weight, input, op, "weight", "input");
-  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op, "weight.size(1) must equal input.size(-1) (",
-                  input.size(-1), "), got ", weight.size(1));
+  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op,
+                  "weight.size(1) must equal input.size(-1) (", input.size(-1), "), got ",
+                  weight.size(1));
   if (bias.has_value() && bias->defined()) {
     check_dim(*bias, 1, op, "bias");
     CUDASTEPS_CHECK(bias->size(0) == weight.size(0), op, "bias must have shape [", weight.size(0),
