@@ -51,6 +51,13 @@ def linear_kernel_reason(device_type: str) -> str:
 def build(impl: str, dims=DIMS, seed: int = 0) -> nn.Module:
     if impl in ("torch", "cudasteps"):
         return train_ddp.build_model(impl, dims, "gelu", seed=seed)
+    if impl == "cudasteps_fp8":
+        # cudasteps.nn with every Linear in its FP8 mode (the same parameters).
+        model = train_ddp.build_model("cudasteps", dims, "gelu", seed=seed)
+        for m in model.modules():
+            if isinstance(m, cnn.Linear):
+                m.fp8 = True
+        return model
     # cudasteps_act: the reference's Linear weights without bias, then a cudasteps BiasAct.
     reference = train_ddp.build_model("torch", dims, "gelu", seed=seed)
     linears = [m for m in reference if isinstance(m, nn.Linear)]
@@ -190,6 +197,38 @@ def test_ddp_cpu_gloo_autocast_bf16():
     """The same on CPU (gloo, CPU autocast): the bf16 CPU GEMM under DDP."""
     impls = impls_for("cpu")
     check_ddp_results(run_ddp("gloo", "cpu", impls, torch.bfloat16), impls, amp=True)
+
+
+def check_ddp_fp8_results(results):
+    """DDP with FP8 linears: every rank ends with the same parameters and logs the same loss
+    curve, and the model learns as torch.nn's does. A rank's half batch has its own amax, so its
+    FP8 scales (and roundings) differ from one process's on the whole batch: the half-batch
+    gradients match within FP8's rounding (e5m2 gradients: 2 mantissa bits), not fp32's."""
+    for rank_results in results:
+        r = rank_results["cudasteps_fp8"]
+        assert r["identical"]
+        assert r["grad_rel_err"] <= 0.2, r["grad_rel_err"]
+    assert results[0]["cudasteps_fp8"]["losses"] == results[1]["cudasteps_fp8"]["losses"]
+    losses = torch.tensor(results[0]["cudasteps_fp8"]["losses"])
+    ref = torch.tensor(results[0]["torch"]["losses"])
+    assert losses[-8:].mean() < losses[:8].mean() * 0.8, losses  # it learns
+    assert abs(losses[-8:].mean() - ref[-8:].mean()) <= 0.1 * ref[-8:].mean(), (losses[-8:], ref[-8:])
+
+
+def test_ddp_cpu_gloo_fp8():
+    """cudasteps.nn.Linear(fp8=True) under DDP (gloo): FP8 forward and backward on every rank."""
+    if linear_kernel_reason("cpu"):
+        pytest.skip(linear_kernel_reason("cpu"))
+    check_ddp_fp8_results(run_ddp("gloo", "cpu", ["torch", "cudasteps_fp8"]))
+
+
+@pytest.mark.skipif(
+    not HAS_CUDA or torch.cuda.device_count() < 2 or not dist.is_nccl_available(),
+    reason="needs two CUDA devices and NCCL",
+)
+def test_ddp_cuda_nccl_fp8():
+    """The same on two GPUs (NCCL), under bf16 autocast."""
+    check_ddp_fp8_results(run_ddp("nccl", "cuda", ["torch", "cudasteps_fp8"], torch.bfloat16))
 
 
 def _gloo_teardown_abort(proc) -> bool:
