@@ -48,7 +48,7 @@ def _linear_params(impl: str, model: nn.Module) -> list:
     """[(weight, bias), ...] per layer, in order, whatever the module structure."""
     if impl == "torch":
         return [(m.weight, m.bias) for m in model if isinstance(m, nn.Linear)]
-    return model.linear_params()
+    return model.linear_params()  # cudasteps, cudasteps_fp8: a cudasteps.nn.MLP
 
 
 def _full(t: torch.Tensor) -> torch.Tensor:
@@ -56,8 +56,19 @@ def _full(t: torch.Tensor) -> torch.Tensor:
     return (t.full_tensor() if hasattr(t, "full_tensor") else t).to("cpu", torch.float64)
 
 
+def _build(impl: str) -> nn.Module:
+    if impl != "cudasteps_fp8":
+        return train_ddp.build_model(impl, DIMS, "gelu", seed=0)
+    # cudasteps.nn with every Linear in its FP8 mode (the same parameters).
+    model = train_ddp.build_model("cudasteps", DIMS, "gelu", seed=0)
+    for m in model.modules():
+        if isinstance(m, cnn.Linear):
+            m.fp8 = True
+    return model
+
+
 def _train(impl: str, device, rank: int, world: int, mesh) -> dict:
-    model = train_ddp.build_model(impl, DIMS, "gelu", seed=0).to(device)
+    model = _build(impl).to(device)
     if mesh is not None:
         for module in model.modules():
             if module is not model and any(True for _ in module.parameters(recurse=False)):
@@ -128,6 +139,26 @@ def _check(results, impls):
             assert rel_err(b, b_ref) < 1e-4, (impl, layer, "bias", rel_err(b, b_ref))
             w1, b1 = results[1][impl]["params"][layer]
             assert torch.equal(w1, w) and torch.equal(b1, b), (impl, layer, "ranks differ")
+
+
+def _check_fp8(results):
+    """FSDP2 with FP8 linears: sharded, every rank the same loss curve and parameters, and the
+    loss follows torch.nn's within FP8's rounding (a rank's half batch has its own FP8 scales)."""
+    r0, r1 = results[0]["cudasteps_fp8"], results[1]["cudasteps_fp8"]
+    assert r0["sharded"] and r1["sharded"]
+    assert r0["losses"] == r1["losses"]
+    for (w, b), (w1, b1) in zip(r0["params"], r1["params"]):
+        assert torch.equal(w, w1) and torch.equal(b, b1), "ranks differ"
+    losses, ref = torch.tensor(r0["losses"]), torch.tensor(results[0]["single"]["losses"])
+    assert losses[-2:].mean() < losses[:2].mean(), losses  # it learns
+    assert torch.allclose(losses, ref, rtol=0.05), (losses, ref)
+
+
+@pytest.mark.slow
+def test_fsdp2_cpu_gloo_fp8():
+    if linear_kernel_reason("cpu"):
+        pytest.skip(linear_kernel_reason("cpu"))
+    _check_fp8(_run("gloo", "cpu", ["cudasteps_fp8"]))
 
 
 def _impls(device_type: str):
