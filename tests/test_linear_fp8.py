@@ -164,3 +164,14 @@ def test_errors_opcheck_and_compile(device):
     backend = "inductor" if device == "cuda" else "aot_eager"
     compiled = torch.compile(f, fullgraph=True, backend=backend)
     assert torch.equal(compiled(x, w, b), f(x, w, b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mlp_fp8(device):
+    """MLP(fp8=True): every layer in FP8 mode; the hidden layers' activation after linear_fp8."""
+    mlp = cudasteps.nn.MLP([20, 40, 8], "silu", fp8=True).to(device)
+    assert all(m.fp8 for m in mlp.modules() if isinstance(m, cudasteps.nn.Linear))
+    x = make_tensor((6, 20), torch.float32, device, seed=9)
+    (w1, b1), (w2, b2) = mlp.linear_params()
+    hidden = cudasteps.bias_act(cudasteps.linear_fp8(x, w1, b1), None, "silu")
+    assert torch.equal(mlp(x), cudasteps.linear_fp8(hidden, w2, b2))

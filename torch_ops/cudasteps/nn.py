@@ -186,10 +186,12 @@ class LinearAct(nn.Sequential):
         act: str = "gelu",
         device=None,
         dtype=None,
+        *,
+        fp8: bool = False,
     ):
         if act not in _ACT_MODULES:
             raise ValueError(f"act must be one of {', '.join(_ACT_MODULES)}, got '{act}'")
-        linear = Linear(in_features, out_features, bias, device=device, dtype=dtype)
+        linear = Linear(in_features, out_features, bias, device=device, dtype=dtype, fp8=fp8)
         super().__init__(linear, _ACT_MODULES[act]())
         self.act = act
 
@@ -206,19 +208,22 @@ class MLP(nn.Module):
     ``Linear(dims[-2], dims[-1])`` with its bias added in the matmul's epilogue. No bias add costs
     a pass of its own, forward or backward. Parameters are initialised as a stack of
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
-    bias), and :meth:`load_from_torch_linears` copies those of such a stack in.
+    bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
+    (keyword only) puts every layer in :class:`Linear`'s FP8 mode (``cudasteps.linear_fp8``; the
+    hidden layers' activation then runs in ``bias_act`` after it).
     """
 
-    def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None):
+    def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None, *, fp8: bool = False):
         super().__init__()
         if len(dims) < 2:
             raise ValueError(f"dims must list at least an input and an output size, got {list(dims)}")
         if act not in _ACT_MODULES:
             raise ValueError(f"act must be one of {', '.join(_ACT_MODULES)}, got '{act}'")
         layers = [
-            LinearAct(dims[i], dims[i + 1], act=act, device=device, dtype=dtype) for i in range(len(dims) - 2)
+            LinearAct(dims[i], dims[i + 1], act=act, device=device, dtype=dtype, fp8=fp8)
+            for i in range(len(dims) - 2)
         ]
-        layers.append(Linear(dims[-2], dims[-1], device=device, dtype=dtype))
+        layers.append(Linear(dims[-2], dims[-1], device=device, dtype=dtype, fp8=fp8))
         self.layers = nn.Sequential(*layers)
         self.dims = list(dims)
         self.act = act
