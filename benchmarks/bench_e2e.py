@@ -214,6 +214,8 @@ def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
         models["torchao.float8"] = torch.compile(ao)
     except ImportError:
         pass  # torchao is optional: no row
+    except Exception as e:  # an installed torchao that does not work with this torch: say so
+        print(f"bench_e2e: torchao float8 unavailable ({type(e).__name__}: {e}); no row", file=sys.stderr)
     fp8 = cnn.MLP([d, h, d], "gelu", fp8=True).to(dev)
     fp8.load_from_torch_linears([m for m in models["torch"] if isinstance(m, nn.Linear)])
     models["cudasteps"] = fp8
