@@ -48,7 +48,7 @@ want() { [[ " $STEPS " == *" $1 "* ]]; }
 
 # Wheels brought along for packages this machine lacks (scripts/fetch_wheels.sh, run where there is
 # network): installed without an index into a private directory, found through PYTHONPATH.
-if compgen -G ".whl/*.whl" >/dev/null && ! "$PY" -c "import expecttest" >/dev/null 2>&1; then
+if compgen -G ".whl/*.whl" >/dev/null && ! "$PY" -c "import expecttest, torchao" >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --target /tmp/cudasteps-site .whl/*.whl
   export PYTHONPATH=/tmp/cudasteps-site${PYTHONPATH:+:$PYTHONPATH}
 fi
