@@ -154,23 +154,19 @@ def _check_fp8(results):
     assert torch.allclose(losses, ref, rtol=0.05), (losses, ref)
 
 
-@pytest.mark.slow
-def test_fsdp2_cpu_gloo_fp8():
-    if linear_kernel_reason("cpu"):
-        pytest.skip(linear_kernel_reason("cpu"))
-    _check_fp8(_run("gloo", "cpu", ["cudasteps_fp8"]))
-
-
 def _impls(device_type: str):
     return ["torch"] + ([] if linear_kernel_reason(device_type) else ["cudasteps"])
 
 
 @pytest.mark.slow
 def test_fsdp2_cpu_gloo():
+    """torch.nn and cudasteps.nn, and cudasteps.nn's FP8 mode, in one spawn of two ranks."""
     impls = _impls("cpu")
     if impls == ["torch"]:
         pytest.skip(linear_kernel_reason("cpu"))
-    _check(_run("gloo", "cpu", impls), impls)
+    results = _run("gloo", "cpu", impls + ["cudasteps_fp8"])
+    _check(results, impls)
+    _check_fp8(results)
 
 
 @pytest.mark.slow
