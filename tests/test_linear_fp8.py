@@ -77,6 +77,10 @@ def test_shapes_autocast_and_module(device):
     w = make_tensor((8, 20), torch.float32, device, seed=5)
     assert cudasteps.linear_fp8(x, w).shape == (2, 3, 8)
     assert cudasteps.linear_fp8(x[:, :0], w).shape == (2, 0, 8)
+    # ... and their backward (an empty gradient's scale is 1, not an amax of nothing).
+    w_empty = w.clone().requires_grad_()
+    cudasteps.linear_fp8(x[:, :0], w_empty).sum().backward()
+    assert torch.equal(w_empty.grad, torch.zeros_like(w))
     assert cudasteps.linear_fp8(x, w[:0]).shape == (2, 3, 0)
     b = make_tensor((8,), torch.float32, device, seed=6)
     assert torch.equal(cudasteps.linear_fp8(torch.zeros_like(x), w, b), b.expand(2, 3, 8))

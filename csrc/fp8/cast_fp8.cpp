@@ -24,6 +24,7 @@
 
 #include "common/checks.h"
 #include "common/typed_op.h"
+#include "fp8/fp8.h"
 
 #ifdef CUDASTEPS_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -65,14 +66,12 @@ CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::Scalar
                         bool transpose) {
   check_cast_args(x, scale, dtype);
   const auto [rows, cols] = matrix_shape(x);
-  const double largest = dtype == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
+  const double largest = fp8_max(dtype);
   // x * scale in float32 (exact for bf16/fp16 x), clamped (NaN passes through), rounded once.
   const at::Tensor out = x.to(at::kFloat).mul(scale.reshape({})).clamp(-largest, largest).to(dtype);
   c10::optional<at::Tensor> out_t;
   if (transpose) out_t = out.reshape({rows, cols}).t().contiguous();
-  const at::Tensor amax =
-      x.numel() == 0 ? at::zeros({}, x.options().dtype(at::kFloat)) : x.abs().amax().to(at::kFloat);
-  return {out, out_t, amax};
+  return {out, out_t, abs_max(x)};
 }
 
 #ifdef CUDASTEPS_WITH_CUDA

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "common/autograd.h"
+#include "fp8/fp8.h"    // linear_fp8's dynamic scale
 #include "gemm/gemm.h"  // linear_act_is_linear
 
 namespace cudasteps {
@@ -285,8 +286,8 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
     // The gradient in e5m2 (the wider range gradients need), with its own dynamic scale.
     static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
         const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
-    const at::Tensor amax = g.abs().amax().to(at::kFloat);
-    const at::Tensor scale_g = at::where(amax > 0, 57344.0 / amax, at::ones_like(amax));
+    // (The same recipe as the forward's, fp8/fp8.h: an empty gradient gets scale 1.)
+    const at::Tensor scale_g = fp8::dynamic_scale(g, at::kFloat8_e5m2);
     auto [g8, g8_t, amax_g] = cast.call(g, scale_g, at::kFloat8_e5m2, true);
     (void)amax_g;
     at::Tensor grad_input, grad_weight, grad_bias;

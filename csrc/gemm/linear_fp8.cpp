@@ -21,13 +21,12 @@
 
 #include "common/checks.h"
 #include "common/typed_op.h"
+#include "fp8/fp8.h"
 #include "gemm/gemm.h"
 
 namespace cudasteps {
 namespace gemm {
 namespace {
-
-constexpr double kE4M3Max = 448.0;
 
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
@@ -52,13 +51,6 @@ void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
   }
 }
 
-// The per-tensor scale that maps t's amax to the format's largest value (1 for an all-zero t).
-at::Tensor dynamic_scale(const at::Tensor& t, double fp8_max) {
-  const at::Tensor amax = t.numel() == 0 ? at::zeros({}, t.options().dtype(at::kFloat))
-                                         : t.abs().amax().to(at::kFloat);
-  return at::where(amax > 0, fp8_max / amax, at::ones_like(amax));
-}
-
 Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
                           const c10::optional<at::Tensor>& bias, const char* op) {
   check_linear_fp8_args(input, weight, bias, op);
@@ -70,7 +62,8 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
                           c10::optional<at::ScalarType>)>("scaled_mm");
   const int64_t K = input.size(-1), N = weight.size(0);
   const at::Tensor x = input.reshape({-1, K});
-  const at::Tensor scale_x = dynamic_scale(x, kE4M3Max), scale_w = dynamic_scale(weight, kE4M3Max);
+  const at::Tensor scale_x = fp8::dynamic_scale(x, at::kFloat8_e4m3fn);
+  const at::Tensor scale_w = fp8::dynamic_scale(weight, at::kFloat8_e4m3fn);
   auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, true);
   auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, true);
   // A bias of another dtype than the output is added in float32 by scaled_mm (it takes the

@@ -1,0 +1,32 @@
+// The FP8 formats' facts and the per-tensor scale recipe, shared by the fp8 family (cast_fp8) and
+// the gemm family's FP8 linear (linear_fp8 and its backward): one place for the formats' largest
+// values and for how a dynamic scale is taken. Host code (ATen ops on the tensor's device, no
+// host sync).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace cudasteps {
+namespace fp8 {
+
+// The largest finite value of an FP8 format (casts saturate to it): 448 for e4m3, 57344 for e5m2.
+inline double fp8_max(at::ScalarType format) {
+  return format == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
+}
+
+// max |t| as a float32 0-dim tensor on t's device; 0 for an empty t (amax of nothing). The size is
+// read symbolically: a backward traced with dynamic shapes calls this on fake tensors.
+inline at::Tensor abs_max(const at::Tensor& t) {
+  return t.sym_numel() == 0 ? at::zeros({}, t.options().dtype(at::kFloat))
+                        : t.abs().amax().to(at::kFloat);
+}
+
+// Dynamic per-tensor scaling: fp8_max(format) / amax(t), so t's largest value maps to the
+// format's; 1 when t is empty or all zero (no division by zero).
+inline at::Tensor dynamic_scale(const at::Tensor& t, at::ScalarType format) {
+  const at::Tensor amax = abs_max(t);
+  return at::where(amax > 0, fp8_max(format) / amax, at::ones_like(amax));
+}
+
+}  // namespace fp8
+}  // namespace cudasteps
