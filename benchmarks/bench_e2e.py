@@ -390,6 +390,13 @@ def _ddp_cases(bench) -> None:
                 )
 
 
+def run_fp8(bench):
+    """The FP8 FFN step alone (GPU only), for a measurement round that needs just it
+    (scripts/bench_cases.py e2e.run_fp8)."""
+    if bench.is_cuda:
+        _ffn_fp8_case(bench, 8192, 2048, 8192)
+
+
 def run(bench):
     if not bench.is_cuda:
         # A small FFN and block on the CPU, so `make bench` without a GPU stays fast.
@@ -406,7 +413,7 @@ def run(bench):
     else:
         _ffn_cases(bench, 8192, 2048, 8192)
         _block_cases(bench, 8, 1024, 2048, 16)
-    _ffn_fp8_case(bench, 8192, 2048, 8192)
+    run_fp8(bench)
     two_gpus = torch.cuda.device_count() >= 2
     if two_gpus:
         _ddp_cases(bench)

@@ -201,6 +201,19 @@ SCALED_MM_SHAPES = [
 ]
 
 
+def _scaled_mm_widened(a, b, scale_a, scale_b):
+    """The FP8 ladder's first form, scaled_mm's fallback (scaled_mm.cpp) step by step: the operands
+    widened to float32 (exact), cudasteps' TF32 GEMM (exact products of FP8 values), then the
+    scales and one rounding."""
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        product = cudasteps.mm(a.float(), b.float())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    return (product * scale_a * scale_b).bfloat16()
+
+
 def run_scaled_mm(bench):
     """cudasteps.scaled_mm (e4m3 x e4m3, per-tensor scales, bf16 out) against torch._scaled_mm
     (cuBLASLt's FP8 GEMM) and, beside them, torch.mm on the same values in bf16: what FP8 buys.
@@ -228,6 +241,7 @@ def run_scaled_mm(bench):
                 )
             )
         impls.append(("cudasteps", lambda a, b, sa, sb, a16, b16: cudasteps.scaled_mm(a, b, sa, sb)))
+        impls.append(("ladder:widen_tf32", lambda a, b, sa, sb, a16, b16: _scaled_mm_widened(a, b, sa, sb)))
         inputs = bench.rotation(make, 3 * (m * k + k * n))
         for impl, ms in bench.time_many(impls, inputs).items():
             bench.record(
@@ -243,9 +257,12 @@ def run_scaled_mm(bench):
         "scaled_mm (FP8)",
         "`cudasteps.scaled_mm(a, b, scale_a, scale_b)` (e4m3 operands, per-tensor scales, bf16 "
         "output) against `torch._scaled_mm` (cuBLASLt's FP8 GEMM; absent where it refuses the "
-        "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16. cudasteps' CUDA "
-        "kernel is still the FP8 ladder's baseline (the operands as fp32 on the TF32 tensor cores, "
-        "then the scales), so these rows show how far it is from the FP8 rate.",
+        "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16. cudasteps' "
+        "kernel on Hopper is tc:fp8_ws (FP8 wgmmas, TMA, warp specialization, 128 x 128 tiles, "
+        "each k-tile's sums promoted into fp32 registers, two sets alternating; its outputs equal "
+        "torch._scaled_mm's). `ladder:widen_tf32` is the ladder's first form, what scaled_mm runs "
+        "where tc:fp8_ws cannot: the operands widened to fp32 on cudasteps' TF32 GEMM, then the "
+        "scales (`benchmarks/bench_gemm.py: _scaled_mm_widened`).",
     )
 
 

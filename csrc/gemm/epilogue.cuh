@@ -99,6 +99,8 @@ struct Epilogue {
   E* aux;                 // nullptr: none (TcProblem::aux)
   const float* bias_f32;  // the fused stage's float32 bias row (TcProblem::addend_fp32; addend is
                           // then nullptr), else nullptr
+  const float* scale_a;   // FP8 per-tensor scales on the device (TcProblem), both or neither
+  const float* scale_b;
 
   static Epilogue from(const TcProblem& p) {
     Epilogue e;
@@ -114,6 +116,15 @@ struct Epilogue {
     e.add_s1 = p.add_s1;
     e.act = p.act;
     e.aux = static_cast<E*>(p.aux);
+    e.scale_a = p.scale_a;
+    e.scale_b = p.scale_b;
+    return e;
+  }
+
+  // This epilogue with the FP8 scales folded into alpha, read once per thread on the device.
+  __device__ __forceinline__ Epilogue with_device_scales() const {
+    Epilogue e = *this;
+    if (scale_a != nullptr) e.alpha = alpha * __ldg(scale_a) * __ldg(scale_b);
     return e;
   }
 

@@ -13,10 +13,18 @@
 //   out      = product * scale_a * scale_b (+ bias), rounded once to out_dtype
 //
 // so its error against a float64 product of the same FP8 inputs is float32 accumulation plus one
-// rounding. It is the baseline of the FP8 ladder, not its end: it moves four bytes per operand
-// element where an FP8 kernel moves one and runs at the TF32 rate (half of bf16's, a quarter of
-// FP8's). The wgmma FP8 kernel (Hopper) replaces the CUDA path's middle step and folds the scales
-// and the bias into its epilogue.
+// rounding. That is the baseline of the FP8 ladder (`widen_tf32`), and what the CUDA kernel runs
+// where the Hopper kernel cannot: it moves four bytes per operand element where an FP8 kernel
+// moves one and runs at the TF32 rate (half of bf16's, a quarter of FP8's).
+//
+// On Hopper the CUDA kernel runs tc:fp8_ws (gemm/tc/sm90/: FP8 wgmmas, TMA, warp specialization,
+// persistent tiles; each k-tile's sums promoted into fp32 registers, so the accumulation is fp32's
+// as above). Operands that are not K-major or whose rows are not 16-byte aligned (K not a multiple
+// of 16, which torch._scaled_mm refuses) are copied into K-major rows padded with zeros first. Per-
+// tensor scales and a bias of the output's type go into its epilogue (the scales read on the
+// device); row-wise scales, a float32 bias under a 16-bit output, and float16 outputs take its
+// float32 output through the baseline's last step. A pair it does not build (b e5m2) runs the
+// baseline.
 //
 // Not differentiable (torch._scaled_mm is not either): FP8 operands are casts of higher-precision
 // tensors, and training differentiates through those (the autograd kernel refuses inputs that
@@ -34,6 +42,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "gemm/gemm_cuda.h"
+#include "gemm/tc/tc_gemm.h"
 #endif
 
 namespace cudasteps {
@@ -118,11 +127,88 @@ at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Ten
 }
 
 #ifdef CUDASTEPS_WITH_CUDA
+// An FP8 matrix given as a [rows, K] view, as rows of K that the TMA can read (unit stride along
+// K, rows 16-byte aligned): the view itself when it is, else a copy whose rows are padded to a
+// multiple of 16 bytes (zeros, never read: the kernel's K is the true one). Copied as bytes: a
+// copy is all an FP8 tensor needs here.
+at::Tensor k_major_rows(const at::Tensor& rows_by_k) {
+  const int64_t rows = rows_by_k.size(0), K = rows_by_k.size(1);
+  if (rows_by_k.stride(1) == 1 && rows_by_k.stride(0) >= K &&
+      tc_rows_16b_aligned(rows_by_k.data_ptr(), rows_by_k.stride(0), 1)) {
+    return rows_by_k;
+  }
+  const int64_t padded = (K + 15) / 16 * 16;
+  at::Tensor out = at::empty({rows, padded}, rows_by_k.options());
+  at::Tensor bytes = out.view(at::kByte);
+  if (padded != K) bytes.narrow(1, K, padded - K).zero_();
+  bytes.narrow(1, 0, K).copy_(rows_by_k.view(at::kByte));
+  return out;
+}
+
+TcType fp8_type(at::ScalarType t) {
+  return t == at::kFloat8_e4m3fn ? TcType::kE4M3 : TcType::kE5M2;
+}
+
+// The Hopper kernel (tc:fp8_ws), or an undefined tensor where it cannot run this product (not a
+// Hopper GPU, b e5m2, an empty product): the caller then runs the baseline.
+at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                            const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                            at::ScalarType out_dtype) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  if (!tc_hopper_available() || b.scalar_type() != at::kFloat8_e4m3fn || M == 0 || N == 0 ||
+      K == 0) {
+    return at::Tensor();
+  }
+  const bool has_bias = bias.has_value() && bias->defined();
+  // What the epilogue does itself: per-tensor scales, a bf16 or float32 output, a bias of its type.
+  const bool per_tensor = scale_a.numel() == 1 && scale_b.numel() == 1;
+  const bool direct_out = out_dtype == at::kBFloat16 || out_dtype == at::kFloat;
+  const bool in_epilogue =
+      per_tensor && direct_out && (!has_bias || bias->scalar_type() == out_dtype);
+  const at::ScalarType kernel_out = in_epilogue ? out_dtype : at::kFloat;
+  const at::Tensor a_rows = k_major_rows(a), b_rows = k_major_rows(b.t());
+  at::Tensor out = at::empty({M, N}, a.options().dtype(kernel_out));
+  // Per-tensor scales: one float each, on the device (checked); bias contiguous for its row reads.
+  const at::Tensor sa = in_epilogue ? scale_a.reshape({1}).contiguous() : at::Tensor();
+  const at::Tensor sb = in_epilogue ? scale_b.reshape({1}).contiguous() : at::Tensor();
+  const at::Tensor bias_row = in_epilogue && has_bias ? bias->contiguous() : at::Tensor();
+  TcProblem p;
+  p.type = fp8_type(a.scalar_type());
+  p.b_type = TcType::kE4M3;
+  p.out_type = kernel_out == at::kFloat ? TcType::kTF32 : TcType::kBF16;
+  p.M = M;
+  p.N = N;
+  // The true K for both: the TMA reads zeros past it, never a row's padding or whatever follows K
+  // in a strided view (FP8 bytes there may be NaNs, and 0 * NaN is not 0).
+  p.K = K;
+  p.a = a_rows.data_ptr();
+  p.lda = a_rows.stride(0);
+  p.b = b_rows.data_ptr();
+  p.ldb = b_rows.stride(0);
+  p.out = out.data_ptr();
+  p.ldo = N;
+  if (in_epilogue) {
+    p.scale_a = sa.data_ptr<float>();
+    p.scale_b = sb.data_ptr<float>();
+    if (has_bias) {
+      p.beta = 1.f;
+      p.addend = bias_row.data_ptr();
+      p.add_s0 = 0;
+      p.add_s1 = 1;
+    }
+  }
+  if (!tc_hopper_fp8_supports(p)) return at::Tensor();
+  tc_fp8_launch(p, at::cuda::getCurrentCUDAStream());
+  return in_epilogue ? out : scale_and_round(out, scale_a, scale_b, bias, out_dtype);
+}
+
 at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                           const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
                           c10::optional<at::ScalarType> out_dtype) {
   const at::ScalarType out = check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype);
   const c10::cuda::CUDAGuard guard(a.device());
+  const at::Tensor fast = scaled_mm_hopper(a, b, scale_a, scale_b, bias, out);
+  if (fast.defined()) return fast;
   const at::Tensor a32 = a.to(at::kFloat), b32 = b.to(at::kFloat);
   // TF32 tensor cores where the GPU has them, whatever torch's TF32 switch says: a TF32 holds
   // every FP8 value exactly, so the products are exact either way. Older GPUs: the exact SGEMM.

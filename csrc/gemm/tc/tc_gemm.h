@@ -7,7 +7,8 @@
 //
 // Element types: bf16 or fp16 operands, addend and output (fp32 accumulation), or, for kTF32,
 // float operands, addend and output with the products taken in TF32 (operands rounded to 10
-// mantissa bits by the tensor cores, fp32 accumulation), as cuBLAS does with TF32 on.
+// mantissa bits by the tensor cores, fp32 accumulation), as cuBLAS does with TF32 on. FP8
+// operands (kE4M3, kE5M2: scaled_mm's, Hopper only) have their own output type (out_type).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,10 +20,19 @@
 namespace cudasteps {
 namespace gemm {
 
-enum class TcType : int { kBF16 = 0, kFP16 = 1, kTF32 = 2 };
+// Element types. kE4M3 / kE5M2 (float8_e4m3fn / float8_e5m2) are operand types only: an FP8
+// product's output and addend have TcProblem::out_type (kBF16, kFP16, or kTF32 for float32).
+enum class TcType : int { kBF16 = 0, kFP16 = 1, kTF32 = 2, kE4M3 = 3, kE5M2 = 4 };
 
-// Bytes of one element of a, b, out and addend.
-inline int tc_elem_bytes(TcType t) { return t == TcType::kTF32 ? 4 : 2; }
+__host__ __device__ constexpr bool tc_is_fp8(TcType t) {
+  return t == TcType::kE4M3 || t == TcType::kE5M2;
+}
+
+// Bytes of one element of the type (an operand's; for 16-bit and TF32 problems also the output's
+// and addend's).
+__host__ __device__ constexpr int tc_elem_bytes(TcType t) {
+  return t == TcType::kTF32 ? 4 : tc_is_fp8(t) ? 1 : 2;
+}
 
 // Tile width and split-K factor of the Hopper persistent kernels, forced by a ladder variant
 // (tc:ws_persistent:bn<128|256>:s<splits>) for tuning sweeps; 0 lets the launcher choose.
@@ -63,6 +73,14 @@ struct TcProblem {
   // The fused stage's addend (a bias row) is float32, not the output's type: bf16/fp16 autocast
   // casts linear_act's input and weight but leaves its bias in float32.
   bool addend_fp32 = false;
+  // FP8 products (type kE4M3 or kE5M2, the type of a; scaled_mm): b's type, the output's (and
+  // addend's) type, and per-tensor scales on the device (one float each, or nullptr): the
+  // epilogue multiplies alpha by *scale_a * *scale_b, read in the kernel, so the host never
+  // waits for them. Unused for other types.
+  TcType b_type = TcType::kE4M3;
+  TcType out_type = TcType::kBF16;
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
   TcTuning tuning;
 };
 
@@ -129,6 +147,14 @@ void tc_ws_pingpong_launch(const TcProblem& p, cudaStream_t stream);
 // Needs tc_hopper_rs_supports(p).
 void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream);
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream);
+
+// FP8 (scaled_mm): the wgmma FP8 kernel, tc:ws_persistent's producer, ring and scheduler with
+// 128 x 128 tiles and FP8's k32 wgmmas, each k-tile's sums promoted into fp32 registers (the FP8
+// tensor cores accumulate with fewer bits than fp32). True when it takes `p`: Hopper, both operands
+// K-major and TMA-describable, a e4m3 or e5m2 with b e4m3, output bf16 or float32
+// (out_type kBF16 or kTF32).
+bool tc_hopper_fp8_supports(const TcProblem& p);
+void tc_fp8_launch(const TcProblem& p, cudaStream_t stream);
 
 }  // namespace gemm
 }  // namespace cudasteps

@@ -27,9 +27,9 @@ using tc::TileRaster;
 template <TcType T, int BN_>
 struct HopperCfg {
   static constexpr int BM = 128, BN = BN_;
-  static constexpr int kElemBytes = T == TcType::kTF32 ? 4 : 2;
+  static constexpr int kElemBytes = tc_elem_bytes(T);  // of the operands
   static constexpr int BK = 128 / kElemBytes;  // one 128-byte swizzle row of K
-  static constexpr int kMmaK = T == TcType::kTF32 ? 8 : 16;
+  static constexpr int kMmaK = 32 / kElemBytes;  // k8 (tf32), k16 (bf16, fp16), k32 (FP8)
   static constexpr int kKSteps = BK / kMmaK;          // wgmmas per k-tile, 32 bytes of K each
   static constexpr int kABytes = BM * 128, kBBytes = BN * 128;
   static constexpr int kStageBytes = kABytes + kBBytes;

@@ -272,7 +272,8 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 // out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...
 template <TcType T>
 __global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
-                                     const Epilogue<T> ep) {
+                                     const Epilogue<T> ep_in) {
+  const Epilogue<T> ep = ep_in.with_device_scales();
   const int64_t total = ep.M * ep.N;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {

@@ -26,6 +26,9 @@
 //                     tc_hopper_final_launch).
 //   tc:ws_pingpong    tc:ws_persistent with a 128 x 128 tile per consumer warpgroup: the two
 //                     take turns at the main loop, so one's epilogue runs under the other's.
+//   tc:fp8_ws         FP8 operands (scaled_mm): tc:ws_persistent with 128 x 128 tiles and k32
+//                     wgmmas, each k-tile's sums added into fp32 registers (two-level
+//                     accumulation), the per-tensor scales read on the device by the epilogue.
 //   tc:ws_tf32_rs     TF32 only, one operand MN-major (mm's row-major B): tc:ws_persistent's
 //                     producer and ring, but each consumer thread loads that operand's fragment
 //                     from shared memory into registers, wgmma's other operand form, instead of
@@ -99,6 +102,7 @@ void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
 
 void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
+  TORCH_CHECK(!tc_is_fp8(p.type), "cudasteps.mm: FP8 operands run tc:fp8_ws (tc_fp8_launch)");
   // An MN-major TF32 operand goes to launch_rs (or is transposed by the dispatcher).
   TORCH_CHECK(p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor),
               "cudasteps.mm: the shared-memory TF32 kernels read K-major operands only");
@@ -183,6 +187,27 @@ void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
     launch_rs(p, stream);
   } else {
     launch(p, HopperKernel::kWarpSpecialized, stream);
+  }
+}
+
+bool tc_hopper_fp8_supports(const TcProblem& p) {
+  return tc_hopper_supports(p) && tc_is_fp8(p.type) && p.b_type == TcType::kE4M3 && p.a_kmajor &&
+         p.b_kmajor && (p.out_type == TcType::kBF16 || p.out_type == TcType::kTF32) &&
+         p.act == elementwise::Act::kNone && p.aux == nullptr && !p.addend_fp32;
+}
+
+// tc:fp8_ws, the only FP8 kernel: FP8 wgmmas take K-major operands only (the dispatcher
+// transposes others), and the products of both FP8 pairs it builds (A e4m3 or e5m2, B e4m3: the
+// forward's and the backward's of linear_fp8) run at the same rate.
+void tc_fp8_launch(const TcProblem& p, cudaStream_t stream) {
+  TORCH_CHECK(tc_hopper_fp8_supports(p), "cudasteps.scaled_mm: tc:fp8_ws cannot take this problem");
+  const bool e5m2 = p.type == TcType::kE5M2, fp32_out = p.out_type == TcType::kTF32;
+  if (e5m2) {
+    fp32_out ? sm90::launch_fp8<TcType::kE5M2, TcType::kTF32>(p, stream)
+             : sm90::launch_fp8<TcType::kE5M2, TcType::kBF16>(p, stream);
+  } else {
+    fp32_out ? sm90::launch_fp8<TcType::kE4M3, TcType::kTF32>(p, stream)
+             : sm90::launch_fp8<TcType::kE4M3, TcType::kBF16>(p, stream);
   }
 }
 

@@ -6,6 +6,8 @@
 //   wgmma_ws_kernel<1>      tc:ws_persistent  + warp specialization, persistent CTAs, split-K
 //   wgmma_ws_kernel<2>      tc:ws_multicast   + clusters of two CTAs sharing B by TMA multicast
 //   wgmma_pingpong_kernel   tc:ws_pingpong    each consumer warpgroup owns a tile, in turns
+//   wgmma_ws_kernel<FP8>    tc:fp8_ws         tc:ws_persistent for FP8 operands (scaled_mm), each
+//                                             k-tile's sums promoted into fp32 registers
 // tc:ws_tf32_rs, which reads one operand through registers, is rs_kernel.cuh. What each step
 // changes and why it pays: hopper.cu.
 #pragma once
@@ -128,13 +130,28 @@ __global__ void __launch_bounds__(256, 1)
 // H100 it did not limit ours: see tc_hopper_final_launch). A stage may be refilled only when the
 // consumers of both CTAs are done with it, so every consumer warp releases it in both CTAs (remote
 // mbarrier arrives), and each CTA's empty barrier counts both CTAs' warps.
-template <TcType T, int BN, bool AK, bool BKm, int Ctas>
+//
+// FP8 (tc:fp8_ws, scaled_mm; T is A's type e4m3 or e5m2, TB = e4m3 B's, TOut the output's): the
+// same kernel with 128 x 128 tiles and k32 wgmmas, and two-level accumulation. The FP8 tensor
+// cores add their products with fewer bits than fp32; over a long K those truncations pile up. So
+// each k-tile's 4 wgmmas sum into registers of their own (the first overwrites them), and the
+// consumer adds those into its fp32 accumulators once they complete: every sum past 128 products
+// is a true fp32 add. That is what cuBLAS does by default (torch._scaled_mm without fast
+// accumulation): on an H100 the two gave identical outputs. Two sets of k-tile sums alternate,
+// so k-tile i + 1's wgmmas run while k-tile i's are added (64 x 3 accumulator registers per
+// thread; they fit at 128 columns, not at 256). Measured on an H100 (e4m3, bf16 out, TFLOP/s at
+// 4096^3 / 8192^3): one set, waited for before each promotion, 1058 / 1031; promoting every 4
+// k-tiles instead, 1228 / 1135 but up to 1.17x torch's error; the two sets, 1256 / 1168 with
+// torch's error. The ladder's kernels do not take FP8 (not built for it).
+template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T>
 __global__ void __launch_bounds__(384, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
                     const __grid_constant__ CUtensorMap map_out, const HopperParams p,
-                    const Epilogue<T> ep) {
+                    const Epilogue<TOut> ep_in) {
   static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
+  constexpr bool kFp8 = tc_is_fp8(T);
+  static_assert(!kFp8 || BN == 128, "FP8: 128 x 128 tiles");
   using Cfg = HopperCfg<T, BN>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 8;
@@ -172,6 +189,8 @@ __global__ void __launch_bounds__(384, 1)
     }
   } else {
     consumer_registers();
+    // FP8: alpha times the per-tensor scales, read on the device.
+    const Epilogue<TOut> ep = kFp8 ? ep_in.with_device_scales() : ep_in;
     const int cwg = wg - 1;  // which 64-row half of the tile
     const bool releaser = threadIdx.x % 32 == 0;
     auto release = [&](int s) {
@@ -193,26 +212,70 @@ __global__ void __launch_bounds__(384, 1)
       int kb, ke;
       unit_k_range(p, unit, kb, ke);
       zero(d);
-      int prev = -1;
-      for (int kt = kb; kt < ke; ++kt) {
-        mbar_wait(&full[stage], phase);
-        const uint8_t* src = ring + stage * Cfg::kStageBytes;
-        keep_live(d);
-        wgmma_fence();
-        wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
-        wgmma_commit();
-        // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
-        // the tensor cores never wait for the release round trip. The wait is warp-wide, so one
-        // lane releases for its warp.
-        wgmma_wait<1>();
+      if constexpr (kFp8) {
+        // Two sets of k-tile sums, alternately: k-tile i + 1's wgmmas run while k-tile i's sums
+        // are promoted, so the tensor cores never wait for a promotion.
+        float sums0[Cfg::kAccs], sums1[Cfg::kAccs];
+        auto issue = [&](float (&sums)[Cfg::kAccs]) {
+          mbar_wait(&full[stage], phase);
+          const uint8_t* src = ring + stage * Cfg::kStageBytes;
+          keep_live(sums);
+          wgmma_fence();
+          wgmma_k_tile<T, BN, AK, BKm, TB>(sums, src + cwg * Cfg::kAHalfBytes,
+                                           src + Cfg::kABytes, /*overwrite=*/true);
+          wgmma_commit();
+          const int issued = stage;
+          if (++stage == S) stage = 0, phase ^= 1;
+          return issued;
+        };
+        auto promote = [&](float (&sums)[Cfg::kAccs], int from_stage) {
+          keep_live(sums);
+          release(from_stage);
+#pragma unroll
+          for (int i = 0; i < Cfg::kAccs; ++i) d[i] += sums[i];
+        };
+        const int n = ke - kb;
+        int st0 = issue(sums0), st1 = 0;
+        for (int i = 1; i + 1 < n; i += 2) {
+          st1 = issue(sums1);
+          wgmma_wait<1>();
+          promote(sums0, st0);
+          st0 = issue(sums0);
+          wgmma_wait<1>();
+          promote(sums1, st1);
+        }
+        if (n % 2 == 0) {
+          st1 = issue(sums1);
+          wgmma_wait<1>();
+          promote(sums0, st0);
+          wgmma_wait<0>();
+          promote(sums1, st1);
+        } else {
+          wgmma_wait<0>();
+          promote(sums0, st0);
+        }
+      } else {
+        int prev = -1;
+        for (int kt = kb; kt < ke; ++kt) {
+          mbar_wait(&full[stage], phase);
+          const uint8_t* src = ring + stage * Cfg::kStageBytes;
+          keep_live(d);
+          wgmma_fence();
+          wgmma_k_tile<T, BN, AK, BKm>(d, src + cwg * Cfg::kAHalfBytes, src + Cfg::kABytes);
+          wgmma_commit();
+          // Keep this k-tile's wgmmas in flight while the previous k-tile's stage is handed back:
+          // the tensor cores never wait for the release round trip. The wait is warp-wide, so one
+          // lane releases for its warp.
+          wgmma_wait<1>();
+          keep_live(d);
+          if (prev >= 0) release(prev);
+          prev = stage;
+          if (++stage == S) stage = 0, phase ^= 1;
+        }
+        wgmma_wait<0>();
         keep_live(d);
         if (prev >= 0) release(prev);
-        prev = stage;
-        if (++stage == S) stage = 0, phase ^= 1;
       }
-      wgmma_wait<0>();
-      keep_live(d);
-      if (prev >= 0) release(prev);
       // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
       // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
@@ -221,10 +284,11 @@ __global__ void __launch_bounds__(384, 1)
         // (the kernel tc:final runs) also takes linear_act's fused stage, which needs the TMA
         // stores (launch_typed checks; other types and layouts are not built with it: about 4 s
         // of compile time per unit).
-        store_accumulators_tma<T, BN, Ctas == 1 && AK && BKm && T != TcType::kTF32>(
-            ep, &map_out, d, m0, n0, staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
+        constexpr bool kFusable = Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32;
+        store_accumulators_tma<TOut, BN, kFusable>(ep, &map_out, d, m0, n0,
+                                                   staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
       } else if (p.splits == 1) {
-        store_accumulators<T, BN>(ep, d, m0, n0);
+        store_accumulators<TOut, BN>(ep, d, m0, n0);
       } else {
         store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
       }

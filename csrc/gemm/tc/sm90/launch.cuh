@@ -101,15 +101,10 @@ constexpr bool pingpong_built() {
   return ladder_kernels_built<T, AK, BKm>() || (T != TcType::kTF32 && AK && BKm);
 }
 
-template <TcType T, int BN, bool AK, bool BKm>
-void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
-  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
-  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>();
-  TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
-                  (kPingPongBuilt && which == HopperKernel::kPingPong),
-              "cudasteps.mm: this Hopper ladder kernel is built for row-major A and B only (the "
-              "dispatcher transposes other layouts into it)");
-  using Cfg = HopperCfg<T, BN>;
+// The kernels' parameters for a problem in tiles of Cfg, one split along K (launch_typed and
+// launch_fp8 choose split-K after), TMA stores where the output (elements of out_bytes) allows.
+template <typename Cfg>
+HopperParams problem_params(const TcProblem& pr, int out_bytes) {
   HopperParams p;
   p.a = static_cast<const uint8_t*>(pr.a);
   p.b = static_cast<const uint8_t*>(pr.b);
@@ -119,16 +114,53 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   p.N = pr.N;
   p.K = pr.K;
   p.k_tiles = int(ceil_div<int64_t>(pr.K, Cfg::BK));
-  const int64_t tiles_m = ceil_div<int64_t>(pr.M, Cfg::BM), tiles_n = ceil_div<int64_t>(pr.N, BN);
+  const int64_t tiles_m = ceil_div<int64_t>(pr.M, Cfg::BM);
+  const int64_t tiles_n = ceil_div<int64_t>(pr.N, Cfg::BN);
   TORCH_CHECK(tiles_m * tiles_n <= INT_MAX / kSplitMax, "cudasteps.mm: the output [", pr.M, ", ",
-              pr.N, "] has too many tiles of ", Cfg::BM, " x ", BN);
+              pr.N, "] has too many tiles of ", Cfg::BM, " x ", Cfg::BN);
   p.raster.tiles_m = int(tiles_m);
   p.raster.tiles_n = int(tiles_n);
   p.raster.group = 8;
   p.splits = 1;
   p.k_tiles_per_split = p.k_tiles;
   p.partial = nullptr;
-  p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * Cfg::kElemBytes) % 16 == 0;
+  p.tma_store = reinterpret_cast<uintptr_t>(pr.out) % 16 == 0 && (pr.ldo * out_bytes) % 16 == 0;
+  return p;
+}
+
+// Split-K: the ranges' fp32 partial sums in a scratch buffer (held by the caller until the
+// reduce is enqueued), when p.splits > 1.
+inline ScratchBuffer split_k_scratch(const TcProblem& pr, HopperParams& p) {
+  if (p.splits <= 1) return ScratchBuffer();
+  p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
+  p.splits = ceil_div(p.k_tiles, p.k_tiles_per_split);  // no empty range
+  ScratchBuffer partial =
+      scratch_buffer(sizeof(float) * size_t(p.splits) * size_t(pr.M) * size_t(pr.N));
+  p.partial = static_cast<float*>(partial.ptr);
+  return partial;
+}
+
+// out = the epilogue of the splits' partial sums, added in order.
+template <TcType TOut>
+void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  auto reduce = splitk_reduce_kernel<TOut>;
+  const int64_t blocks = persistent_grid(reduce, kThreads, p.M * p.N, kThreads);
+  reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <TcType T, int BN, bool AK, bool BKm>
+void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
+  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
+  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>();
+  TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
+                  (kPingPongBuilt && which == HopperKernel::kPingPong),
+              "cudasteps.mm: this Hopper ladder kernel is built for row-major A and B only (the "
+              "dispatcher transposes other layouts into it)");
+  using Cfg = HopperCfg<T, BN>;
+  HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
+  const int64_t tiles_m = p.raster.tiles_m;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   // The fused stage runs in tc:ws_pingpong's and tc:ws_persistent's staged TMA stores (or
   // split-K's reduce), built for 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
@@ -171,13 +203,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
-  ScratchBuffer partial;
-  if (p.splits > 1) {
-    p.k_tiles_per_split = ceil_div(p.k_tiles, p.splits);
-    p.splits = ceil_div(p.k_tiles, p.k_tiles_per_split);  // no empty range
-    partial = scratch_buffer(sizeof(float) * size_t(p.splits) * size_t(pr.M) * size_t(pr.N));
-    p.partial = static_cast<float*>(partial.ptr);
-  }
+  const ScratchBuffer partial = split_k_scratch(pr, p);
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
@@ -211,13 +237,41 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  if (p.splits > 1) {
-    constexpr int kThreads = 256;
-    auto reduce = splitk_reduce_kernel<T>;
-    const int64_t blocks = persistent_grid(reduce, kThreads, pr.M * pr.N, kThreads);
-    reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
+  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
+}
+
+// tc:fp8_ws (scaled_mm): wgmma_ws_kernel with A of type TA (e4m3 or e5m2), B e4m3, both K-major,
+// 128 x 128 tiles, the output of type TOut (bf16, or kTF32 for float32), split along K where the
+// tiles leave SMs idle, as launch_typed does.
+template <TcType TA, TcType TOut>
+void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
+  static_assert(tc_is_fp8(TA) && !tc_is_fp8(TOut), "FP8 operands, a 16- or 32-bit output");
+  using Cfg = HopperCfg<TA, 128>;
+  TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.type == TA && pr.b_type == TcType::kE4M3 &&
+                  pr.out_type == TOut && (pr.scale_a == nullptr) == (pr.scale_b == nullptr) &&
+                  pr.act == elementwise::Act::kNone && pr.aux == nullptr && !pr.addend_fp32,
+              "cudasteps.scaled_mm: tc:fp8_ws cannot take this problem");
+  // Every work unit needs a k-tile: the consumers' first wait is for one.
+  TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
+  HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
+  const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
+  const int sms = sm_count();
+  const int tiles = p.raster.count();
+  p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
+                                  : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
+  const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
+  const ScratchBuffer partial = split_k_scratch(pr, p);
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
+  auto launch = [&](auto kernel) {
+    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
+    const int grid = std::min(tiles * p.splits, sms);
+    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  };
+  launch(wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>);
+  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
 
 // tc:ws_tf32_rs (kSwap: R = B, S = A; else R = A, S = B): one block per SM over the raster of

@@ -26,8 +26,8 @@ namespace {
 // Shared-memory matrix descriptor of an operand tile in the 128-byte swizzle (TMA's
 // CU_TENSOR_MAP_SWIZZLE_128B; the 1024-byte atoms start 1024-byte aligned, so base offset 0):
 //   K-major:  rows of 128 bytes of K, 8-row groups 1024 bytes apart (stride byte offset); the
-//             leading byte offset is unused. One k16 (bf16/fp16) or k8 (tf32) slice is 32 bytes
-//             further along each row.
+//             leading byte offset is unused. One k16 (bf16/fp16), k8 (tf32) or k32 (FP8) slice
+//             is 32 bytes further along each row.
 //   MN-major: blocks of 64 MN-elements x BK k-rows, each k-row 128 bytes; 8-k-row groups 1024
 //             bytes apart (stride byte offset), 64-element MN blocks `block_bytes` apart (leading
 //             byte offset). One k16 slice is 16 rows = 2048 bytes further.
@@ -45,12 +45,16 @@ constexpr uint64_t desc_k_step() {
 }
 
 // One k-tile (128 bytes of K per row) of this warpgroup's 64 x BN block: kKSteps wgmmas.
-// a_tile: this warpgroup's 64 rows of A; b_tile: all BN columns of B.
-template <TcType T, int BN, bool AK, bool BKm>
+// a_tile: this warpgroup's 64 rows of A; b_tile: all BN columns of B. FP8 (T is A's type, TB B's,
+// both K-major, BN 128): the first wgmma overwrites d (scale-d 0) when `overwrite`, so d holds
+// this k-tile's sums alone, which the kernel then promotes into its fp32 accumulators.
+template <TcType T, int BN, bool AK, bool BKm, TcType TB = T>
 __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* a_tile,
-                                             const uint8_t* b_tile) {
+                                             const uint8_t* b_tile, bool overwrite = false) {
 #ifdef CUDASTEPS_SM90A_DEVICE
   using Cfg = HopperCfg<T, BN>;
+  static_assert(!tc_is_fp8(T) || (AK && BKm && BN == 128 && TB == TcType::kE4M3),
+                "FP8 wgmma: K-major operands, 128-wide tiles, B e4m3");
   const uint64_t da = sw128_desc<AK>(a_tile, Cfg::kBlockBytes);
   const uint64_t db = sw128_desc<BKm>(b_tile, Cfg::kBlockBytes);
   constexpr int ta = AK ? 0 : 1, tb = BKm ? 0 : 1;
@@ -64,9 +68,12 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
     if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, sa, sb);
     if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
+    const int scale_d = overwrite && s == 0 ? 0 : 1;
+    if constexpr (T == TcType::kE4M3) wgmma_m64n128k32_e4m3_e4m3(d, sa, sb, scale_d);
+    if constexpr (T == TcType::kE5M2) wgmma_m64n128k32_e5m2_e4m3(d, sa, sb, scale_d);
   }
 #else
-  (void)d, (void)a_tile, (void)b_tile;
+  (void)d, (void)a_tile, (void)b_tile, (void)overwrite;
   hopper_only();
 #endif
 }

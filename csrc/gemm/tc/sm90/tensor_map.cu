@@ -35,6 +35,16 @@ EncodeTiledFn encode_tiled() {
   return fn;
 }
 
+// The TMA's element type: FP8 elements are moved as bytes (the TMA only copies them).
+CUtensorMapDataType tma_data_type(TcType type) {
+  switch (type) {
+    case TcType::kBF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case TcType::kFP16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case TcType::kTF32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    default: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  }
+}
+
 }  // namespace
 
 // An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
@@ -44,9 +54,7 @@ CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int
                                TcType type, int box_rows) {
   const int eb = tc_elem_bytes(type);
   const int bk = 128 / eb;
-  const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                    : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUtensorMapDataType dtype = tma_data_type(type);
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(k_major ? K : rows), cuuint64_t(k_major ? rows : K)};
   const cuuint64_t strides[1] = {cuuint64_t(ld) * eb};
@@ -66,9 +74,7 @@ CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int
 // it: boxes of 64 rows x 128 bytes, written from the 128-byte-swizzled staging buffer.
 CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcType type) {
   const int eb = tc_elem_bytes(type);
-  const CUtensorMapDataType dtype = type == TcType::kBF16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                    : type == TcType::kFP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUtensorMapDataType dtype = tma_data_type(type);
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(N), cuuint64_t(M)};
   const cuuint64_t strides[1] = {cuuint64_t(ldo) * eb};
