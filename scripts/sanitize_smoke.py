@@ -153,8 +153,9 @@ def smoke_tensor_cores(dev):
     tols = {torch.bfloat16: 5e-2, torch.float16: 1e-2, torch.float32: 1e-2}
     for dtype in gemm.TC_DTYPES:
         steps = [v for v in gemm.TC_LADDER if hopper or v not in gemm.TC_HOPPER_STEPS]
-        if dtype == torch.float32:  # the Hopper ladder-only steps are built for bf16/fp16 alone
-            steps = [v for v in steps if v not in gemm.TC_HOPPER_NN_STEPS]
+        if dtype != torch.bfloat16:  # the Hopper ladder-only steps are built for bf16 (and fp16's
+            built = gemm.TC_HOPPER_FP16_STEPS if dtype == torch.float16 else ()  # tc:ws_pingpong)
+            steps = [v for v in steps if v not in gemm.TC_HOPPER_NN_STEPS or v in built]
         if hopper and dtype == torch.float32:
             steps += list(gemm.TC_TF32_STEPS)  # row-major a and b, and both column-major: one MN-major
         tol = tols[dtype]

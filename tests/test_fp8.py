@@ -34,8 +34,11 @@ def values(shape, dtype, device, seed):
     return x.to(dtype).to(device)
 
 
-# Odd sizes (no multiple of the 32 x 32 tile), 1, rows > cols and the reverse, 3-D, empty.
+# Odd sizes (no multiple of the 32 x 32 tile), 1, rows > cols and the reverse, 3-D, empty; then
+# shapes of the 16-byte form (rows and columns multiples of 16): one segment, part of a 64 x 64
+# tile, tiles cut at both edges, 3-D.
 SHAPES = [(1,), (7,), (1, 1), (3, 5), (33, 65), (100, 31), (17, 1000), (2, 45, 70), (0, 8), (8, 0)]
+SHAPES += [(16, 16), (64, 48), (80, 144), (3, 16, 32), (272, 1040)]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -75,6 +78,13 @@ def test_saturation_nan_and_views(device):
     view = base.t()[5:50]
     out, out_t, amax = cudasteps.cast_fp8(view, torch.tensor(4.0, device=device), torch.float8_e5m2, True)
     want, want_amax = reference(view, torch.tensor(4.0), torch.float8_e5m2)
+    assert same_bits(out, want) and same_bits(out_t, want.t()) and torch.equal(amax.cpu(), want_amax)
+    # A contiguous view 2 bytes into its storage: a shape of the 16-byte form, x not 16-byte aligned
+    # (the one-element form runs it).
+    shifted = values((16 * 32 + 1,), torch.bfloat16, device, seed=4)[1:].view(16, 32)
+    two = torch.tensor(2.0, device=device)
+    out, out_t, amax = cudasteps.cast_fp8(shifted, two, torch.float8_e4m3fn, True)
+    want, want_amax = reference(shifted, torch.tensor(2.0), torch.float8_e4m3fn)
     assert same_bits(out, want) and same_bits(out_t, want.t()) and torch.equal(amax.cpu(), want_amax)
 
 

@@ -632,11 +632,12 @@ def _tc_step_reason(variant: str) -> str:
 def test_tc_ladder_step(variant, dtype, ta, tb):
     if _tc_step_reason(variant):
         pytest.skip(_tc_step_reason(variant))
-    if dtype == torch.float32 and variant in G.TC_HOPPER_NN_STEPS:
-        # Built for bf16/fp16 alone (launch.cuh, ladder_kernels_built): refused by name.
+    fp16_built = dtype == torch.float16 and variant in G.TC_HOPPER_FP16_STEPS
+    if dtype != torch.bfloat16 and variant in G.TC_HOPPER_NN_STEPS and not fp16_built:
+        # Built for bf16 alone (launch.cuh, ladder_kernels_built): refused by name.
         a = layout(make_tensor((67, 5), dtype, "cuda", seed=1), ta)
         b = layout(make_tensor((5, 33), dtype, "cuda", seed=2), tb)
-        refused = rf"cudasteps.ladder_mm: {variant} is built for bfloat16 and float16 only"
+        refused = rf"cudasteps.ladder_mm: {variant} is built for bfloat16 only"
         with pytest.raises(RuntimeError, match=refused):
             G.run_ladder(variant, a, b)
         return
@@ -683,8 +684,9 @@ def test_split_k_epilogues_cuda():
                 out = cudasteps.linear(a, w, bias)
                 assert rel_err(out, ref + bias.double().cpu()) < bound, (dtype, m, n, k)
                 if torch.cuda.get_device_capability() == (9, 0):
-                    # tc:ws_multicast and tc:ws_pingpong are built for bf16/fp16 alone.
-                    ladder_only = ("tc:ws_multicast", "tc:ws_pingpong") if dtype != torch.float32 else ()
+                    # tc:ws_multicast is built for bf16 alone, tc:ws_pingpong for bf16 and fp16.
+                    ladder_only = {torch.bfloat16: ("tc:ws_multicast", "tc:ws_pingpong"),
+                                   torch.float16: ("tc:ws_pingpong",)}.get(dtype, ())
                     for step in ("tc:ws_persistent",) + ladder_only:
                         out = G.run_ladder(step, a, w.t())
                         assert rel_err(out, ref) < bound, (step, dtype, m, n, k)

@@ -21,7 +21,8 @@ enum class SrcType { kFloat, kHalf, kBFloat16 };
 // value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and raises *amax_bits (the
 // bits of a float32 set to +0 by the caller) to the bits of the largest |x| (a NaN anywhere wins):
 // unsigned bits of non-negative floats order as the floats do, so atomicMax on them is exact and
-// the result the same whatever the order. One pass over x, in 32 x 32 tiles.
+// the result the same whatever the order. One pass over x, in 64 x 64 tiles of 16-byte accesses
+// where rows and cols are multiples of 16 and x is 16-byte aligned, else 32 x 32 tiles.
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream);

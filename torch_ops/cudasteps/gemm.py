@@ -126,12 +126,15 @@ TC_HOPPER_STEPS = (
     "tc:ws_tf32_rs",
 )
 # Hopper steps that only the ladder runs (``tc:final`` runs ``tc:ws_persistent``'s kernel): for
-# bf16 and fp16 they are built for one layout, row-major ``a`` and row-major ``b`` (the layout of
-# the benchmark's ladder rows), and other layouts are transposed into it first, so they give the
-# right product in every layout but time a transpose there. They are not built for float32 (TF32):
-# ladder_mm refuses them by name. TF32 transposes MN-major operands for every Hopper step but
-# tc:ws_tf32_rs.
+# bf16 they are built for one layout, row-major ``a`` and row-major ``b`` (the layout of the
+# benchmark's ladder rows), and other layouts are transposed into it first, so they give the
+# right product in every layout but time a transpose there. For float16 only tc:ws_pingpong is
+# built (for K-major operands, linear_act's layout: others are transposed into it), and for
+# float32 (TF32) none: ladder_mm refuses the others by name. TF32 transposes MN-major operands for
+# every Hopper step but tc:ws_tf32_rs.
 TC_HOPPER_NN_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_multicast", "tc:ws_pingpong")
+# The TC_HOPPER_NN_STEPS built for float16.
+TC_HOPPER_FP16_STEPS = ("tc:ws_pingpong",)
 # Hopper steps for float32 (TF32) alone, outside TC_LADDER: tc:ws_tf32_rs reads one MN-major
 # operand (a column-major ``a`` or a row-major ``b``) into wgmma's register operand instead of
 # transposing it. tc:final runs it for such TF32 products when the output needs no split-K.
@@ -284,7 +287,8 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     layout (the multistage ``cp*`` configs and the ``_rowfma`` twins are built for row-major
     operands: others are copied into that layout first). Tensor-core steps (``TC_LADDER``, and
     ``tc:cp_async_cfg:<name>``): bfloat16, float16, or float32 computed in TF32 whatever torch's
-    switch says (but ``TC_HOPPER_NN_STEPS``, bfloat16 and float16 only); any layout. For tuning sweeps,
+    switch says (but ``TC_HOPPER_NN_STEPS``: bfloat16, and float16 for ``TC_HOPPER_FP16_STEPS``);
+    any layout. For tuning sweeps,
     ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
     kernel's tile width (128 x 128 or 128 x 256) and split-K factor (capped at the k-tiles and 16).
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of

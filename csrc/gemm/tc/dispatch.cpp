@@ -156,13 +156,21 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
                       "reads that layout");
     } else if (type == TcType::kTF32) {
       CUDASTEPS_CHECK(!is_hopper_ladder_only(kernel), "ladder_mm", tc_kernel_name(kernel),
-                      " is built for bfloat16 and float16 only (the TF32 ladder runs "
-                      "tc:ws_persistent, tc:ws_tf32_rs and tc:final), got float32");
+                      " is built for bfloat16 only (the TF32 ladder runs tc:ws_persistent, "
+                      "tc:ws_tf32_rs and tc:final), got float32");
+      if (!a.k_major) a = tc_repack(a_t, a, false, true);
+      if (!b.k_major) b = tc_repack(b_t, b, true, true);
+    } else if (type == TcType::kFP16 && is_hopper_ladder_only(kernel)) {
+      // fp16: of the ladder-only kernels only tc:ws_pingpong is built, for two K-major operands
+      // (ladder_kernels_built, pingpong_built, tc/sm90/launch.cuh): others are transposed.
+      CUDASTEPS_CHECK(kernel == TcKernel::kWsPingPong, "ladder_mm", tc_kernel_name(kernel),
+                      " is built for bfloat16 only (the fp16 ladder runs tc:ws_persistent, "
+                      "tc:ws_pingpong and tc:final), got float16");
       if (!a.k_major) a = tc_repack(a_t, a, false, true);
       if (!b.k_major) b = tc_repack(b_t, b, true, true);
     } else if (is_hopper_ladder_only(kernel) &&
                !(kernel == TcKernel::kWsPingPong && a.k_major && b.k_major)) {
-      // bf16/fp16: the ladder-only kernels are built for A row-major and B row-major alone
+      // bf16: the ladder-only kernels are built for A row-major and B row-major alone
       // (ladder_kernels_built, tc/sm90/launch.cuh); other layouts are transposed into it.
       // tc:ws_pingpong also reads two K-major operands in place (pingpong_built), the layout of
       // linear_act's fused stage.

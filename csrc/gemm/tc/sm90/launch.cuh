@@ -81,24 +81,27 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
 }
 
 // Whether the ladder-only kernels (every HopperKernel but kWarpSpecialized, which tc:final runs)
-// are built for a (type, layout). The dispatcher never runs them, so for bf16 and fp16 they are
-// built in one layout, NN (A row-major, B row-major: mm of two row-major matrices, the layout the
+// are built for a (type, layout). The dispatcher never runs them, so they are built for bf16 in
+// one layout, NN (A row-major, B row-major: mm of two row-major matrices, the layout the
 // benchmark's ladder runs), and the tc dispatcher transposes other layouts' operands into it
-// (is_hopper_ladder_only, tc/dispatch.cpp), as it does for TF32's MN-major operands. Building the
-// other three 16-bit layouts' ladder kernels too put 7 of the 9 kernels in each of 6 units: about
-// 5 s of compile time per unit (11.2 against 6.0 s for inst_bf16_tn.cu alone on a 2-core
-// machine). TF32 has none of them (the TF32 ladder rows run tc:ws_persistent, tc:ws_tf32_rs and
-// tc:final; the dispatcher refuses the others by name): 5.8 s of inst_tf32_nt.cu's 12.5 s.
+// (is_hopper_ladder_only, tc/dispatch.cpp). Building the other three layouts' ladder kernels too
+// put 7 of the 9 kernels in each of 6 units: about 5 s of compile time per unit (11.2 against
+// 6.0 s for inst_bf16_tn.cu alone on a 2-core machine). fp16 and TF32 have none of them (their
+// ladder rows are not in the report; the dispatcher refuses them by name), but fp16's
+// tc:ws_pingpong (pingpong_built): the NN unit of fp16 took 27.8 s of a 2-core CI build with
+// them, TF32's NT unit 5.8 s more than without.
 template <TcType T, bool AK, bool BKm>
 constexpr bool ladder_kernels_built() {
-  return T != TcType::kTF32 && AK && !BKm;
+  return T == TcType::kBF16 && AK && !BKm;
 }
 
 // tc:ws_pingpong is also built for 16-bit K-major operands (x @ weight^T): with linear_act's fused
-// stage, its epilogue runs under the other consumer warpgroup's main loop.
+// stage, its epilogue runs under the other consumer warpgroup's main loop. fp16's ladder runs it
+// there too (the dispatcher transposes other layouts into K-major).
 template <TcType T, bool AK, bool BKm>
 constexpr bool pingpong_built() {
-  return ladder_kernels_built<T, AK, BKm>() || (T != TcType::kTF32 && AK && BKm);
+  return ladder_kernels_built<T, AK, BKm>() ||
+         ((T == TcType::kBF16 || T == TcType::kFP16) && AK && BKm);
 }
 
 // The kernels' parameters for a problem in tiles of Cfg, one split along K (launch_typed and
@@ -156,8 +159,8 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>();
   TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
                   (kPingPongBuilt && which == HopperKernel::kPingPong),
-              "cudasteps.mm: this Hopper ladder kernel is built for row-major A and B only (the "
-              "dispatcher transposes other layouts into it)");
+              "cudasteps.mm: this Hopper ladder kernel is built for bf16 row-major A and B only "
+              "(the dispatcher transposes other layouts into it)");
   using Cfg = HopperCfg<T, BN>;
   HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
   const int64_t tiles_m = p.raster.tiles_m;
