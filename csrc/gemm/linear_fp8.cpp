@@ -66,12 +66,12 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor scale_w = fp8::dynamic_scale(weight, at::kFloat8_e4m3fn);
   auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, true);
   auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, true);
-  // A bias of another dtype than the output is added in float32 by scaled_mm (it takes the
-  // output's dtype or float32).
+  // The bias in the output's dtype, as F.linear under autocast casts it: scaled_mm's FP8 kernel
+  // adds a bias of the output's type in its epilogue, where a float32 bias under a bf16 output
+  // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
+  // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
   c10::optional<at::Tensor> b;
-  if (bias.has_value() && bias->defined()) {
-    b = bias->scalar_type() == input.scalar_type() ? *bias : bias->to(at::kFloat);
-  }
+  if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type());
   at::Tensor out = scaled_mm.call(x8, w8.t(), scale_x.reciprocal(), scale_w.reciprocal(), b,
                                   input.scalar_type());
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
