@@ -153,6 +153,24 @@ void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaS
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The split-K factor of a persistent kernel's problem: forced by the ladder's tuning field, else
+// choose_splits for the tiles and k-tiles.
+inline int persistent_splits(const TcProblem& pr, const HopperParams& p, int tiles, int sms) {
+  return pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
+                              : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
+}
+
+// A single-CTA persistent kernel: one block per SM (at most one per work unit), each walking its
+// work units.
+template <typename Kernel, typename Ep>
+void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map_a,
+                       const CUtensorMap& map_b, const CUtensorMap& map_out, const HopperParams& p,
+                       const Ep& ep, size_t smem_bytes, cudaStream_t stream) {
+  tc::configure_smem_once(kernel, smem_bytes);
+  kernel<<<std::min(units, sms), 384, smem_bytes, stream>>>(map_a, map_b, map_out, p, ep);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
   constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
@@ -201,8 +219,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     }
   }
   const int sms = sm_count();
-  p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
-                                  : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
+  p.splits = persistent_splits(pr, p, tiles, sms);
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
@@ -210,19 +227,15 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
-  // The single-CTA persistent kernels: one block per SM, each walking its work units.
-  auto launch_persistent = [&](auto kernel) {
-    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-    const int grid = std::min(tiles * p.splits, sms);
-    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  };
+  const int units = tiles * p.splits;
   if (ctas == 1 && which != HopperKernel::kPingPong) {
-    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>);
+    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>, units, sms, map_a, map_b, map_out, p, ep,
+                      Cfg::kWsSmemBytes, stream);
   } else if (which == HopperKernel::kPingPong) {
     if constexpr (kPingPongBuilt) {
       TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
-      launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>);
+      launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>, units, sms, map_a, map_b, map_out, p,
+                        ep, Cfg::kWsSmemBytes, stream);
     }
   } else if constexpr (!kLadder) {
     // Unreachable (checked on entry); the multicast kernel below is not instantiated here.
@@ -260,20 +273,14 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();
   const int tiles = p.raster.count();
-  p.splits = pr.tuning.splits > 0 ? std::min(pr.tuning.splits, std::min(p.k_tiles, kSplitMax))
-                                  : choose_splits(tiles, p.k_tiles, pr.M, pr.K, sms);
+  p.splits = persistent_splits(pr, p, tiles, sms);
   const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
   const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  auto launch = [&](auto kernel) {
-    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-    const int grid = std::min(tiles * p.splits, sms);
-    kernel<<<grid, 384, Cfg::kWsSmemBytes, stream>>>(map_a, map_b, map_out, p, ep);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  };
-  launch(wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>);
+  launch_persistent(wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>, tiles * p.splits,
+                    sms, map_a, map_b, map_out, p, ep, Cfg::kWsSmemBytes, stream);
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
 
