@@ -68,9 +68,11 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
     if constexpr (T == TcType::kFP16 && BN == 128) wgmma_m64n128k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kTF32 && BN == 256) wgmma_m64n256k8_tf32(d, sa, sb);
     if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
-    const int scale_d = overwrite && s == 0 ? 0 : 1;
-    if constexpr (T == TcType::kE4M3) wgmma_m64n128k32_e4m3_e4m3(d, sa, sb, scale_d);
-    if constexpr (T == TcType::kE5M2) wgmma_m64n128k32_e5m2_e4m3(d, sa, sb, scale_d);
+    if constexpr (tc_is_fp8(T)) {
+      const int scale_d = overwrite && s == 0 ? 0 : 1;
+      if constexpr (T == TcType::kE4M3) wgmma_m64n128k32_e4m3_e4m3(d, sa, sb, scale_d);
+      if constexpr (T == TcType::kE5M2) wgmma_m64n128k32_e5m2_e4m3(d, sa, sb, scale_d);
+    }
   }
 #else
   (void)d, (void)a_tile, (void)b_tile, (void)overwrite;
