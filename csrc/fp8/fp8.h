@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace cudasteps {
 namespace fp8 {
 
@@ -14,11 +16,14 @@ inline double fp8_max(at::ScalarType format) {
   return format == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
 }
 
-// max |t| as a float32 0-dim tensor on t's device; 0 for an empty t (amax of nothing). The size is
-// read symbolically: a backward traced with dynamic shapes calls this on fake tensors.
+// max |t| as a float32 0-dim tensor on t's device; 0 for an empty t (amax of nothing); NaN if t
+// holds one. The infinity norm, one reduction pass over t (t.abs().amax() wrote |t| out first and
+// read it back: three passes' worth of traffic). Exact: the largest |t| is one of t's values, and
+// every bf16/fp16 value is a float32. The size is read symbolically: a backward traced with
+// dynamic shapes calls this on fake tensors.
 inline at::Tensor abs_max(const at::Tensor& t) {
   return t.sym_numel() == 0 ? at::zeros({}, t.options().dtype(at::kFloat))
-                        : t.abs().amax().to(at::kFloat);
+                        : at::linalg_vector_norm(t, INFINITY).to(at::kFloat);
 }
 
 // Dynamic per-tensor scaling: fp8_max(format) / amax(t), so t's largest value maps to the
