@@ -66,11 +66,12 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_call(
   return op.call(grad, x, bias, act);
 }
 
-at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim,
+                    c10::optional<at::ScalarType> dtype = c10::nullopt) {
   static const auto op = typed_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
                                              c10::optional<at::ScalarType>)>("sum");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(t, at::OptionalIntArrayRef(dims), keepdim, c10::nullopt);
+  return op.call(t, at::OptionalIntArrayRef(dims), keepdim, dtype);
 }
 
 // at::sum_to through cudasteps::sum: reduce `grad` to `sizes` (leading dims dropped, broadcast
@@ -303,7 +304,9 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
                                    weight_dtype);
     }
     if (bias_dtype >= 0 && ctx->needs_input_grad(2)) {
-      grad_bias = g.to(at::kFloat).sum(0).to(at::ScalarType(bias_dtype));
+      // Column sums accumulated in float32 by cudasteps::sum, one pass over g (a float32 copy of
+      // a bf16 g first would write and read it again at twice its size).
+      grad_bias = sum_call(g, {0}, false, at::kFloat).to(at::ScalarType(bias_dtype));
     }
     return {grad_input, grad_weight, grad_bias};
   }
