@@ -234,6 +234,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
           for (int i = 0; i < Cfg::kAccs; ++i) d[i] += sums[i];
         };
+        // The unit's n >= 1 k-tiles (launch_fp8 needs K > 0): the first into sums0, then pairs
+        // (sums1, sums0) each promoting the set issued before it, then the last one or two.
         const int n = ke - kb;
         int st0 = issue(sums0), st1 = 0;
         for (int i = 1; i + 1 < n; i += 2) {
