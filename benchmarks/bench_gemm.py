@@ -201,19 +201,6 @@ SCALED_MM_SHAPES = [
 ]
 
 
-def _scaled_mm_widened(a, b, scale_a, scale_b):
-    """The FP8 ladder's first form, scaled_mm's fallback (scaled_mm.cpp) step by step: the operands
-    widened to float32 (exact), cudasteps' TF32 GEMM (exact products of FP8 values), then the
-    scales and one rounding."""
-    tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    try:
-        product = cudasteps.mm(a.float(), b.float())
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-    return (product * scale_a * scale_b).bfloat16()
-
-
 def run_scaled_mm(bench):
     """cudasteps.scaled_mm (e4m3 x e4m3, per-tensor scales, bf16 out) against torch._scaled_mm
     (cuBLASLt's FP8 GEMM) and, beside them, torch.mm on the same values in bf16: what FP8 buys.
@@ -222,6 +209,7 @@ def run_scaled_mm(bench):
     if not bench.is_cuda:
         return
     fp8_gpu = torch.cuda.get_device_capability(bench.device) >= (8, 9)
+    hopper = torch.cuda.get_device_capability(bench.device) == (9, 0)
     shapes = SCALED_MM_SHAPES[:1] + SCALED_MM_SHAPES[-1:] if bench.quick else SCALED_MM_SHAPES
     for m, n, k in shapes:
 
@@ -241,7 +229,12 @@ def run_scaled_mm(bench):
                 )
             )
         impls.append(("cudasteps", lambda a, b, sa, sb, a16, b16: cudasteps.scaled_mm(a, b, sa, sb)))
-        impls.append(("ladder:widen_tf32", lambda a, b, sa, sb, a16, b16: _scaled_mm_widened(a, b, sa, sb)))
+        for v in G.SCALED_MM_LADDER if hopper else G.SCALED_MM_LADDER[:1]:  # fp8_ws: Hopper only
+
+            def step(a, b, sa, sb, a16, b16, v=v):
+                return G.run_scaled_mm_ladder(v, a, b, sa, sb)
+
+            impls.append((f"ladder:{v}", step))
         inputs = bench.rotation(make, 3 * (m * k + k * n))
         for impl, ms in bench.time_many(impls, inputs).items():
             bench.record(
@@ -260,9 +253,9 @@ def run_scaled_mm(bench):
         "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16. cudasteps' "
         "kernel on Hopper is tc:fp8_ws (FP8 wgmmas, TMA, warp specialization, 128 x 128 tiles, "
         "each k-tile's sums promoted into fp32 registers, two sets alternating; its outputs equal "
-        "torch._scaled_mm's). `ladder:widen_tf32` is the ladder's first form, what scaled_mm runs "
-        "where tc:fp8_ws cannot: the operands widened to fp32 on cudasteps' TF32 GEMM, then the "
-        "scales (`benchmarks/bench_gemm.py: _scaled_mm_widened`).",
+        "torch._scaled_mm's). `ladder:` rows are `cudasteps.gemm.run_scaled_mm_ladder`: "
+        "`widen_tf32`, the ladder's first form and what scaled_mm runs where tc:fp8_ws cannot (the "
+        "operands widened to fp32 on the TF32 tensor cores, then the scales), and `fp8_ws` (Hopper).",
     )
 
 

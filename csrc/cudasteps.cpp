@@ -47,6 +47,10 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
       "ScalarType? out_dtype=None) -> Tensor");
+  // One step of scaled_mm's ladder (widen_tf32, fp8_ws), bf16 output (CUDA).
+  m.def(
+      "ladder_scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str variant) -> "
+      "Tensor");
   // input @ weight.t() + bias with both operands cast to FP8 (e4m3, per-tensor scales from their
   // amax); _aux also returns what the backward reads (the FP8 transposes and the scales).
   m.def("linear_fp8(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");

@@ -51,8 +51,9 @@ def smoke_transpose(dev):
     check("transpose_", cudasteps.transpose_(out, x), x.t())
     for v in cudasteps.ladder.variants("transpose"):
         check(f"ladder transpose {v}", cudasteps.ladder.run("transpose", v, x), x.t())
-    # cast_fp8: the transpose family's tile with an FP8 cast and an amax (ragged tiles, 3-D).
-    for shape in [(1, 1), (33, 65), (3, 37, 129)]:
+    # cast_fp8: the transpose family's tile with an FP8 cast and an amax (ragged tiles, 3-D), and
+    # the 16-byte form (rows and columns multiples of 16, tiles cut at both edges).
+    for shape in [(1, 1), (33, 65), (3, 37, 129), (80, 144), (2, 48, 32)]:
         x = torch.randn(shape, device=dev).bfloat16()
         out, out_t, amax = cudasteps.cast_fp8(x, torch.tensor(2.0, device=dev), torch.float8_e4m3fn, True)
         check(f"cast_fp8 {shape}", out.float(), (x.float() * 2).to(torch.float8_e4m3fn).float())
@@ -200,6 +201,23 @@ def smoke_tensor_cores(dev):
     want = (a8.double() @ b8.double()) * sa.double() * sb.double()
     got = cudasteps.scaled_mm(a8, b8, sa, sb, out_dtype=torch.float32)
     check("scaled_mm e4m3 x e5m2", got, want, tol=1e-3)
+    # The Hopper FP8 kernel (tc:fp8_ws): per-tensor scales and a bias in its epilogue (bf16, odd
+    # edges), e5m2 x e4m3 into float32, and a small output with a long K (split-K's partials and
+    # reduce).
+    for (m, n, k), (ta, tb), out_dtype in [
+        ((130, 72, 4099), (torch.float8_e4m3fn, torch.float8_e4m3fn), torch.bfloat16),
+        ((67, 48, 520), (torch.float8_e5m2, torch.float8_e4m3fn), torch.float32),
+        ((64, 64, 8192), (torch.float8_e4m3fn, torch.float8_e4m3fn), torch.float32),
+    ]:
+        a8 = torch.randn(m, k, device=dev).to(ta)
+        b8 = torch.randn(n, k, device=dev).to(tb).t()
+        s = torch.tensor(0.5, device=dev)
+        bias = torch.randn(n, device=dev).to(out_dtype)
+        want = (a8.double() @ b8.double()) * 0.25 + bias.double()
+        got = cudasteps.scaled_mm(a8, b8, s, s, bias, out_dtype)
+        # (The FP8 tensor cores' own sums are off by up to about 2^-14 of sum |a||b|: tests/test_scaled_mm.py
+        # bounds them; this smoke run looks for memory errors.)
+        check(f"scaled_mm {ta} x {tb} {m}x{n}x{k}", got, want, tol=2e-2)
 
 
 def smoke_elementwise(dev):

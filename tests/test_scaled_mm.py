@@ -11,7 +11,7 @@ multiples of 16, b column-major).
 import cudasteps
 import pytest
 import torch
-from _helpers import DEVICES, HAS_CUDA
+from _helpers import DEVICES, HAS_CUDA, requires_cuda
 
 FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
 OUT_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
@@ -147,6 +147,56 @@ def test_error_at_most_torch_scaled_mm(rowwise):
         err_theirs = (theirs.double().cpu() - ref).abs().max().item()
         err_ours = (ours.double().cpu() - ref).abs().max().item()
         assert err_ours <= 1.5 * err_theirs, (m, n, k, rowwise, err_ours, err_theirs)
+
+
+def hopper() -> bool:
+    return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+
+
+@requires_cuda
+def test_ladder_steps():
+    """Each step of run_scaled_mm_ladder is the scaled product (bf16 out) on odd shapes and on tile
+    multiples; fp8_ws is what scaled_mm runs on Hopper (the same bits), and refuses by name what it
+    does not build (b e5m2) or a GPU without it."""
+    G = cudasteps.gemm
+    for i, (m, n, k) in enumerate([(67, 45, 33), (256, 512, 1024), (130, 260, 4099)]):
+        a = fp8((m, k), torch.float8_e4m3fn, "cuda", seed=70 + i)
+        b = fp8((n, k), torch.float8_e4m3fn, "cuda", seed=80 + i).t()
+        sa, sb = scales(m, n, "cuda", seed=90 + i, rowwise=False)
+        for v in G.SCALED_MM_LADDER:
+            if v == "fp8_ws" and not hopper():
+                with pytest.raises(RuntimeError, match=r"cudasteps.ladder_scaled_mm: fp8_ws needs a compute"):
+                    G.run_scaled_mm_ladder(v, a, b, sa, sb)
+                continue
+            poison("cuda", m * n)
+            out = G.run_scaled_mm_ladder(v, a, b, sa, sb)
+            assert_close(out, a, b, sa, sb, None, torch.bfloat16, f"{v} {(m, n, k)}")
+            if v == "fp8_ws":
+                assert torch.equal(out, cudasteps.scaled_mm(a, b, sa, sb)), (m, n, k)
+    a = fp8((16, 32), torch.float8_e4m3fn, "cuda", seed=1)
+    b = fp8((32, 16), torch.float8_e5m2, "cuda", seed=2)
+    one = torch.ones((), device="cuda")
+    with pytest.raises(RuntimeError, match=r"cudasteps.ladder_scaled_mm: fp8_ws needs .* got b Float8_e5m2"):
+        G.run_scaled_mm_ladder("fp8_ws", a, b, one, one)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ladder_errors(device):
+    """A variant not in the ladder is refused by name (by the CUDA kernel and by the fake kernel),
+    and the operands get scaled_mm's checks."""
+    a = fp8((4, 6), torch.float8_e4m3fn, device, seed=1)
+    b = fp8((6, 5), torch.float8_e4m3fn, device, seed=2)
+    one = torch.ones((), device=device)
+    bad_variant = r"cudasteps.ladder_scaled_mm: variant must be one of widen_tf32, fp8_ws, got 'nope'"
+    bad_a = r"cudasteps.scaled_mm: a must be Float8_e4m3fn or Float8_e5m2, got BFloat16"
+    arg_sets = [[t.to("meta") for t in (a, b, one, one)]]  # the fake kernel
+    if device == "cuda":
+        arg_sets.append([a, b, one, one])  # the CUDA kernel (the ladder has no CPU kernel)
+    for args in arg_sets:
+        with pytest.raises(RuntimeError, match=bad_variant):
+            torch.ops.cudasteps.ladder_scaled_mm(*args, "nope")
+        with pytest.raises(RuntimeError, match=bad_a):
+            torch.ops.cudasteps.ladder_scaled_mm(args[0].bfloat16(), *args[1:], "widen_tf32")
 
 
 @pytest.mark.parametrize("device", DEVICES)

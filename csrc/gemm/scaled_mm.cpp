@@ -4,8 +4,9 @@
 // tensor or per column ([1, N]), float32; bias [N] of out_dtype or float32; out_dtype bfloat16
 // (the default), float16 or float32. Accumulation in float32.
 //
-// This unit holds the op's checks, its CPU kernel, the CUDA kernel's first form and the autograd
-// kernel. Both kernels run the same steps, each exact or rounded once:
+// This unit holds the op's checks, its CPU kernel, its CUDA kernel (the Hopper path and the first
+// form), the autograd kernel and the ladder op (ladder_scaled_mm: one form forced, CUDA). The CPU
+// kernel and the CUDA kernel's first form run the same steps, each exact or rounded once:
 //
 //   a32, b32 = a, b as float32           (exact: every FP8 value is a float32, and a TF32)
 //   product  = a32 @ b32                 (products exact, sums in float32: on a GPU the TF32
@@ -13,7 +14,7 @@
 //   out      = product * scale_a * scale_b (+ bias), rounded once to out_dtype
 //
 // so its error against a float64 product of the same FP8 inputs is float32 accumulation plus one
-// rounding. That is the baseline of the FP8 ladder (`widen_tf32`), and what the CUDA kernel runs
+// rounding. That is the first form of the FP8 ladder (`widen_tf32`), and what the CUDA kernel runs
 // where the Hopper kernel cannot: it moves four bytes per operand element where an FP8 kernel
 // moves one and runs at the TF32 rate (half of bf16's, a quarter of FP8's).
 //
@@ -202,13 +203,12 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   return in_epilogue ? out : scale_and_round(out, scale_a, scale_b, bias, out_dtype);
 }
 
-at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                          const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
-                          c10::optional<at::ScalarType> out_dtype) {
-  const at::ScalarType out = check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype);
-  const c10::cuda::CUDAGuard guard(a.device());
-  const at::Tensor fast = scaled_mm_hopper(a, b, scale_a, scale_b, bias, out);
-  if (fast.defined()) return fast;
+// The ladder's first form (`widen_tf32`): both operands widened to float32 (exact), their
+// product on the TF32 tensor cores (exact products of FP8 values; the exact SGEMM before sm_80),
+// then the scales and the bias, rounded once.
+at::Tensor scaled_mm_widened(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                             at::ScalarType out_dtype) {
   const at::Tensor a32 = a.to(at::kFloat), b32 = b.to(at::kFloat);
   // TF32 tensor cores where the GPU has them, whatever torch's TF32 switch says: a TF32 holds
   // every FP8 value exactly, so the products are exact either way. Older GPUs: the exact SGEMM.
@@ -216,7 +216,39 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   const at::Tensor product = tensor_cores
                                  ? tc_gemm_cuda(a32, b32, Addend{}, 1.0, 0.0, TcType::kTF32)
                                  : gemm_cuda(a32, b32, Addend{}, 1.0, 0.0);
-  return scale_and_round(product, scale_a, scale_b, bias, out);
+  return scale_and_round(product, scale_a, scale_b, bias, out_dtype);
+}
+
+at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                          c10::optional<at::ScalarType> out_dtype) {
+  const at::ScalarType out = check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype);
+  const c10::cuda::CUDAGuard guard(a.device());
+  const at::Tensor fast = scaled_mm_hopper(a, b, scale_a, scale_b, bias, out);
+  if (fast.defined()) return fast;
+  return scaled_mm_widened(a, b, scale_a, scale_b, bias, out);
+}
+
+// ladder_scaled_mm: one form of the FP8 ladder, forced (bf16 output, no bias, as the report's
+// rows): `widen_tf32` (the first form, above) or `fp8_ws` (tc:fp8_ws, what scaled_mm runs on
+// Hopper; refused by name where it cannot run).
+at::Tensor ladder_scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b,
+                                 const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                 c10::string_view variant) {
+  constexpr const char* op = "ladder_scaled_mm";
+  CUDASTEPS_CHECK(variant == "widen_tf32" || variant == "fp8_ws", op,
+                  "variant must be one of widen_tf32, fp8_ws, got '", variant, "'");
+  check_scaled_mm_args(a, b, scale_a, scale_b, c10::nullopt, c10::nullopt);
+  const c10::cuda::CUDAGuard guard(a.device());
+  if (variant == "widen_tf32") {
+    return scaled_mm_widened(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16);
+  }
+  const at::Tensor out = scaled_mm_hopper(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16);
+  CUDASTEPS_CHECK(out.defined(), op,
+                  "fp8_ws needs a compute capability 9.0 GPU (and a build for it), b of type "
+                  "Float8_e4m3fn and a non-empty product, got b ",
+                  b.scalar_type(), " and shapes ", a.sizes(), " and ", b.sizes());
+  return out;
 }
 #endif
 
@@ -247,7 +279,10 @@ at::Tensor scaled_mm_autograd(const at::Tensor& a, const at::Tensor& b, const at
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("scaled_mm", &gemm::scaled_mm_cpu); }
 
 #ifdef CUDASTEPS_WITH_CUDA
-TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) { m.impl("scaled_mm", &gemm::scaled_mm_cuda); }
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("scaled_mm", &gemm::scaled_mm_cuda);
+  m.impl("ladder_scaled_mm", &gemm::ladder_scaled_mm_cuda);
+}
 #endif
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("scaled_mm", &gemm::scaled_mm_autograd); }

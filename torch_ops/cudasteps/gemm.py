@@ -33,6 +33,9 @@ _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 # tc:ws_persistent's kernel, then in tc:ws_pingpong's (what the op runs where the stage can run:
 # kFuseByDefault and linear_act_fuses in csrc/gemm/gemm_cuda.cpp; two_pass elsewhere).
 LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
+# scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
+# cores, then the Hopper FP8 kernel (what scaled_mm runs there).
+SCALED_MM_LADDER = ("widen_tf32", "fp8_ws")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -277,6 +280,20 @@ def run_linear_act_ladder(
     otherwise.
     """
     return _ops.ladder_linear_act(input, weight, bias, act, variant)
+
+
+def run_scaled_mm_ladder(
+    variant: str, a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
+    """One step of :func:`scaled_mm`'s ladder (CUDA), bf16 output, no bias.
+
+    ``widen_tf32``: both FP8 operands widened to float32 (exact), their product on the TF32 tensor
+    cores (exact products), then the scales, rounded once: what :func:`scaled_mm` runs where its
+    FP8 kernel cannot. ``fp8_ws``: the Hopper FP8 kernel (FP8 wgmmas, TMA, warp specialization,
+    each k-tile's sums promoted into fp32 registers), what :func:`scaled_mm` runs on Hopper; it
+    needs a compute capability 9.0 GPU and ``b`` float8_e4m3fn, and raises otherwise.
+    """
+    return _ops.ladder_scaled_mm(a, b, scale_a, scale_b, variant)
 
 
 def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -537,6 +554,16 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
         )
         _checks.same_device(bias, a, op, "bias", "a")
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
+
+
+@torch.library.register_fake("cudasteps::ladder_scaled_mm")
+def _ladder_scaled_mm_fake(a, b, scale_a, scale_b, variant):
+    steps = ", ".join(SCALED_MM_LADDER)
+    _checks.check(
+        variant in SCALED_MM_LADDER, "ladder_scaled_mm", f"variant must be one of {steps}, got '{variant}'"
+    )
+    # The operands' checks are scaled_mm's (and say so).
+    return _scaled_mm_fake(a, b, scale_a, scale_b)
 
 
 @torch.library.register_fake("cudasteps::ladder_mm")
