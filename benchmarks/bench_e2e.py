@@ -236,6 +236,7 @@ def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
             ms=ms,
             flops=ffn_flops(batch, d, h),
         )
+    _record_breakdown(f"ffn_step {case}", steps, (x, target))
 
 
 class GPTBlock(nn.Module):
@@ -391,10 +392,27 @@ def _ddp_cases(bench) -> None:
 
 
 def run_fp8(bench):
-    """The FP8 FFN step alone (GPU only), for a measurement round that needs just it
-    (scripts/bench_cases.py e2e.run_fp8)."""
+    """The FP8 FFN step alone (GPU only), with its kernel-time breakdown, for a measurement round
+    that needs just it (scripts/bench_cases.py e2e.run_fp8 --sections)."""
     if bench.is_cuda:
         _ffn_fp8_case(bench, 8192, 2048, 8192)
+        _breakdown_section(bench)
+
+
+def _breakdown_section(bench) -> None:
+    """The report's section of the breakdown lines the cases recorded (then cleared)."""
+    if not _BREAKDOWN:
+        return
+    bench.section(
+        "e2e: where a step's GPU time goes",
+        "GPU kernel time of one step (torch.profiler, after the timed runs), summed by kind: "
+        "matrix products (cuBLAS's and cudasteps' GEMM kernels), attention (SDPA's kernels) "
+        "and everything else (elementwise, reductions, casts, the loss, the optimizer). "
+        "The kernels' sum, not the step's wall time: launch gaps are left out.\n\n"
+        "| case | impl | GEMM ms | attention ms | other ms | GEMM share |\n"
+        "|---|---|---|---|---|---|\n" + "\n".join(_BREAKDOWN),
+    )
+    _BREAKDOWN.clear()
 
 
 def run(bench):
@@ -413,21 +431,11 @@ def run(bench):
     else:
         _ffn_cases(bench, 8192, 2048, 8192)
         _block_cases(bench, 8, 1024, 2048, 16)
-    run_fp8(bench)
+    _ffn_fp8_case(bench, 8192, 2048, 8192)
     two_gpus = torch.cuda.device_count() >= 2
     if two_gpus:
         _ddp_cases(bench)
-    if _BREAKDOWN:
-        bench.section(
-            "e2e: where a step's GPU time goes",
-            "GPU kernel time of one step (torch.profiler, after the timed runs), summed by kind: "
-            "matrix products (cuBLAS's and cudasteps' GEMM kernels), attention (SDPA's kernels) "
-            "and everything else (elementwise, reductions, casts, the loss, the optimizer). "
-            "The kernels' sum, not the step's wall time: launch gaps are left out.\n\n"
-            "| case | impl | GEMM ms | attention ms | other ms | GEMM share |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(_BREAKDOWN),
-        )
-        _BREAKDOWN.clear()
+    _breakdown_section(bench)
     bench.section(
         "e2e",
         "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "
