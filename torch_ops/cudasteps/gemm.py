@@ -259,7 +259,8 @@ def linear_fp8(
     runs ``grad_input`` and ``grad_weight`` on :func:`scaled_mm` too, from the FP8 transposes the
     forward kept (no higher-precision copy of input or weight is saved); gradients come back in
     their tensors' dtypes. Under autocast only ``input`` is cast (the weight goes to FP8 from its
-    master copy). ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
+    master copy); the bias is added in the output's dtype, as ``F.linear`` under autocast adds it.
+    ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
     """
     return _ops.linear_fp8(input, weight, bias)
 
