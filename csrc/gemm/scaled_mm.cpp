@@ -21,7 +21,7 @@
 // On Hopper the CUDA kernel runs tc:fp8_ws (gemm/tc/sm90/: FP8 wgmmas, TMA, warp specialization,
 // persistent tiles; each k-tile's sums promoted into fp32 registers, so the accumulation is fp32's
 // as above). Operands that are not K-major or whose rows are not 16-byte aligned (K not a multiple
-// of 16, which torch._scaled_mm refuses) are copied into K-major rows padded with zeros first. Per-
+// of 16, which torch._scaled_mm refuses) are copied into K-major rows padded to 16 bytes first. Per-
 // tensor scales and a bias of the output's type go into its epilogue (the scales read on the
 // device); row-wise scales, a float32 bias under a 16-bit output, and float16 outputs take its
 // float32 output through the baseline's last step. A pair it does not build (b e5m2) runs the
@@ -128,24 +128,6 @@ at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Ten
 }
 
 #ifdef CUDASTEPS_WITH_CUDA
-// An FP8 matrix given as a [rows, K] view, as rows of K that the TMA can read (unit stride along
-// K, rows 16-byte aligned): the view itself when it is, else a copy whose rows are padded to a
-// multiple of 16 bytes (zeros, never read: the kernel's K is the true one). Copied as bytes: a
-// copy is all an FP8 tensor needs here.
-at::Tensor k_major_rows(const at::Tensor& rows_by_k) {
-  const int64_t rows = rows_by_k.size(0), K = rows_by_k.size(1);
-  if (rows_by_k.stride(1) == 1 && rows_by_k.stride(0) >= K &&
-      tc_rows_16b_aligned(rows_by_k.data_ptr(), rows_by_k.stride(0), 1)) {
-    return rows_by_k;
-  }
-  const int64_t padded = (K + 15) / 16 * 16;
-  at::Tensor out = at::empty({rows, padded}, rows_by_k.options());
-  at::Tensor bytes = out.view(at::kByte);
-  if (padded != K) bytes.narrow(1, K, padded - K).zero_();
-  bytes.narrow(1, 0, K).copy_(rows_by_k.view(at::kByte));
-  return out;
-}
-
 TcType fp8_type(at::ScalarType t) {
   return t == at::kFloat8_e4m3fn ? TcType::kE4M3 : TcType::kE5M2;
 }
@@ -167,11 +149,13 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   const bool in_epilogue =
       per_tensor && direct_out && (!has_bias || bias->scalar_type() == out_dtype);
   const at::ScalarType kernel_out = in_epilogue ? out_dtype : at::kFloat;
-  const at::Tensor a_rows = k_major_rows(a), b_rows = k_major_rows(b.t());
+  // FP8 wgmmas read K-major operands only, and the TMA 16-byte aligned rows: other operands are
+  // repacked as the tensor-core dispatcher repacks its own (tc_repack: cudasteps' copy_ or
+  // transpose_ into rows padded to 16 bytes; the kernel reads the true K, zeros past it).
+  TcOperand a_op = tc_operand(a, false), b_op = tc_operand(b, true);
+  if (!a_op.k_major || !tc_operand_aligned(a_op, 1)) a_op = tc_repack(a, a_op, false, true);
+  if (!b_op.k_major || !tc_operand_aligned(b_op, 1)) b_op = tc_repack(b, b_op, true, true);
   at::Tensor out = at::empty({M, N}, a.options().dtype(kernel_out));
-  // Per-tensor scales: one float each, on the device (checked); bias contiguous for its row reads.
-  const at::Tensor sa = in_epilogue ? scale_a.reshape({1}).contiguous() : at::Tensor();
-  const at::Tensor sb = in_epilogue ? scale_b.reshape({1}).contiguous() : at::Tensor();
   const at::Tensor bias_row = in_epilogue && has_bias ? bias->contiguous() : at::Tensor();
   TcProblem p;
   p.type = fp8_type(a.scalar_type());
@@ -180,17 +164,18 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   p.M = M;
   p.N = N;
   // The true K for both: the TMA reads zeros past it, never a row's padding or whatever follows K
-  // in a strided view (FP8 bytes there may be NaNs, and 0 * NaN is not 0).
+  // in a view (FP8 bytes there may be NaNs, and 0 * NaN is not 0).
   p.K = K;
-  p.a = a_rows.data_ptr();
-  p.lda = a_rows.stride(0);
-  p.b = b_rows.data_ptr();
-  p.ldb = b_rows.stride(0);
+  p.a = a_op.ptr;
+  p.lda = a_op.ld;
+  p.b = b_op.ptr;
+  p.ldb = b_op.ld;
   p.out = out.data_ptr();
   p.ldo = N;
   if (in_epilogue) {
-    p.scale_a = sa.data_ptr<float>();
-    p.scale_b = sb.data_ptr<float>();
+    // One element each (per tensor), on a's device (checked): its address, whatever the shape.
+    p.scale_a = scale_a.const_data_ptr<float>();
+    p.scale_b = scale_b.const_data_ptr<float>();
     if (has_bias) {
       p.beta = 1.f;
       p.addend = bias_row.data_ptr();
