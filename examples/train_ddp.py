@@ -20,6 +20,7 @@ loading. benchmarks/bench_e2e.py reads them to compare torch.nn with cudasteps.n
 """
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -189,6 +190,12 @@ def main(argv=None) -> int:
     # Every rank reaches the end before any tears the group down (gloo aborted a rank here,
     # "terminate called without an active exception", when one rank destroyed it early).
     dist.barrier(device_ids=[local_rank] if use_cuda else None)
+    # DDP's reducer holds the process group too: while it lives, destroy_process_group leaves the
+    # group (and gloo's worker threads) alive until interpreter shutdown, when a worker freeing a
+    # finished collective's tensors needs the GIL and std::terminate aborts the rank (about one run
+    # in ten on 2 cores). Dropping DDP first lets destroy_process_group join the workers here.
+    del ddp, opt
+    gc.collect()
     dist.destroy_process_group()
     return 0 if identical else 1
 
