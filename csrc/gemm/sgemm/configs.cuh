@@ -94,16 +94,18 @@ void launch_streamk_one(const SgemmParams& p, const StreamKParams& sk, cudaStrea
 // Calls f(ALayoutK, BLayoutK, Vec, OutT), each a std::bool_constant, for the operands' layouts
 // and alignment: the one place that maps run-time flags onto the 8 kernel instantiations, and, for
 // a SwapNN config, `swapped` (an aligned NN product swapped into C^T = B^T A^T by gemm_cuda) onto
-// the ninth: the TT instantiation storing the transposed output. A RowMajorOnly config (the
-// ladder-only `_rowfma` twins) has one instantiation, row-major A and B with aligned rows, into
-// which gemm_cuda repacks the others: its 8 instantiations with their stream-K kernels took about
-// 15 s of compile time per twin on a 2-core machine, for steps the ladder runs on row-major
-// operands (and the sweep times, transposes included, but never picks).
+// the ninth: the TT instantiation storing the transposed output. A RowMajorOnly config has one
+// instantiation, row-major A and B with aligned rows, into which gemm_cuda repacks the others.
+// That is every config which only the ladder, the config sweep and `cfg:<name>` run (the
+// dispatcher picks CfgRingTall with its swapped twin, CfgMid and CfgSmall): the ladder runs them on
+// row-major operands, and the sweep times the other layouts with the copy (the dispatch table never
+// picked one of them). Their 8 instantiations (16 with the stream-K kernel) took 9-16 s of compile
+// time per unit on a 2-core machine; one takes about 1 s.
 template <bool SwapNN, bool RowMajorOnly = false, class F>
 void with_instantiation(bool a_k, bool b_k, bool vec, bool swapped, F&& f) {
   if constexpr (RowMajorOnly) {
     TORCH_CHECK(a_k && !b_k && vec && !swapped,
-                "cudasteps.mm: the _rowfma ladder configs are built for row-major operands with "
+                "cudasteps.mm: the ladder-only SGEMM configs are built for row-major operands with "
                 "16-byte aligned rows only (the dispatcher repacks others)");
     return f(std::true_type{}, std::false_type{}, std::true_type{}, std::false_type{});
   } else {  // (an else, not a fall-through: the code below would instantiate the other seven)
@@ -149,7 +151,7 @@ void launch_cfg(const SgemmParams& p, bool a_k, bool b_k, bool vec, bool swapped
 template <class Cfg, bool SwapNN = false, bool RowMajorOnly = false>
 constexpr ConfigEntry entry(const char* name) {
   static_assert(!SwapNN || Cfg::Stages >= 3, "swapped NN products: the ring configs only");
-  static_assert(!RowMajorOnly || (Cfg::Stages >= 3 && !SwapNN), "row-major-only: ring twins only");
+  static_assert(!(RowMajorOnly && SwapNN), "a swapped NN product is not row-major");
   if constexpr (Cfg::Stages >= 3) {
     return ConfigEntry{name,
                        Cfg::BM,
@@ -162,34 +164,37 @@ constexpr ConfigEntry entry(const char* name) {
                        &launch_cfg<Cfg, SwapNN, RowMajorOnly>,
                        &launch_streamk<Cfg, SwapNN, RowMajorOnly>};
   } else {
-    return ConfigEntry{name,  Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, 0, false, false,
-                       &launch_cfg<Cfg, false>, nullptr};
+    return ConfigEntry{name,         Cfg::BM, Cfg::BN, Cfg::BK, Cfg::MinBlocks, 0, false,
+                       RowMajorOnly, &launch_cfg<Cfg, false, RowMajorOnly>, nullptr};
   }
 }
 
 // ---- the instantiations, one inst_*.cu unit each group ----
-extern template void launch_cfg<CfgMain, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                cudaStream_t);
-extern template void launch_cfg<CfgBK16, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                cudaStream_t);
-extern template void launch_cfg<CfgW32x64, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                  cudaStream_t);
-extern template void launch_cfg<CfgOcc1, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                cudaStream_t);
-extern template void launch_cfg<CfgW64x64, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                  cudaStream_t);
+// The dispatcher's configs in every layout: inst_ring_256x128.cu, inst_small.cu. The ladder-only
+// configs, row-major alone: inst_ladder_tiles.cu (register-staged), inst_ladder_rings.cu (rings).
+extern template void launch_cfg<CfgMain, false, true>(const SgemmParams&, bool, bool, bool,
+                                                      bool, int, cudaStream_t);
+extern template void launch_cfg<CfgBK16, false, true>(const SgemmParams&, bool, bool, bool,
+                                                      bool, int, cudaStream_t);
+extern template void launch_cfg<CfgW32x64, false, true>(const SgemmParams&, bool, bool, bool,
+                                                        bool, int, cudaStream_t);
+extern template void launch_cfg<CfgOcc1, false, true>(const SgemmParams&, bool, bool, bool,
+                                                      bool, int, cudaStream_t);
+extern template void launch_cfg<CfgW64x64, false, true>(const SgemmParams&, bool, bool, bool,
+                                                        bool, int, cudaStream_t);
 extern template void launch_cfg<CfgMid, false>(const SgemmParams&, bool, bool, bool, bool, int,
                                                cudaStream_t);
 extern template void launch_cfg<CfgSmall, false>(const SgemmParams&, bool, bool, bool, bool, int,
                                                  cudaStream_t);
-extern template void launch_cfg<CfgWide, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                cudaStream_t);
-extern template void launch_cfg<CfgTall, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                cudaStream_t);
-extern template void launch_cfg<CfgRingWide, false>(const SgemmParams&, bool, bool, bool, bool, int,
-                                                    cudaStream_t);
-extern template void launch_streamk<CfgRingWide, false>(const SgemmParams&, const StreamKParams&,
-                                                        bool, bool, bool, bool, cudaStream_t);
+extern template void launch_cfg<CfgWide, false, true>(const SgemmParams&, bool, bool, bool,
+                                                      bool, int, cudaStream_t);
+extern template void launch_cfg<CfgTall, false, true>(const SgemmParams&, bool, bool, bool,
+                                                      bool, int, cudaStream_t);
+extern template void launch_cfg<CfgRingWide, false, true>(const SgemmParams&, bool, bool, bool,
+                                                          bool, int, cudaStream_t);
+extern template void launch_streamk<CfgRingWide, false, true>(const SgemmParams&,
+                                                              const StreamKParams&, bool, bool,
+                                                              bool, bool, cudaStream_t);
 extern template void launch_cfg<CfgRingWideRowFma, false, true>(const SgemmParams&, bool, bool,
                                                                 bool, bool, int, cudaStream_t);
 extern template void launch_streamk<CfgRingWideRowFma, false, true>(const SgemmParams&,

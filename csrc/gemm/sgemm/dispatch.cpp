@@ -403,8 +403,9 @@ at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend&
   }
   if (splits <= 0) splits = 1;
   const ResolvedConfig chosen = resolve_config(config);
-  // The configs only the ladder and the sweep run (the multistage configs, the `_rowfma` twins:
-  // MsEntry, ConfigEntry::row_major_only) are built for row-major operands with aligned rows
+  // The configs only the ladder and the sweep run (the multistage configs and every sgemm_kernel
+  // config but the ring 256x128 and the mid and small tiles: MsEntry,
+  // ConfigEntry::row_major_only) are built for row-major operands with aligned rows
   // alone: others are copied into that layout first (the ladder runs them on row-major operands;
   // the sweep's other layouts then time the copy too). The sums are those of the operands' own
   // layout, bit for bit: each output's FFMAs run in the same k order.

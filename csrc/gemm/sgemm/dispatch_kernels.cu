@@ -20,17 +20,20 @@ namespace {
 
 // The sgemm_kernel configs. Index 0 is the main config; launch.h names the rows the dispatcher
 // picks by index (checked below).
+// The dispatcher picks the rows built for every layout (entry<Cfg>: the ring 256x128 with its
+// swapped twin, the mid and small tiles); the rest (entry<Cfg, false, true>) run row-major
+// operands alone, for the ladder and the sweep (configs.cuh, with_instantiation).
 constexpr ConfigEntry kConfigs[] = {
-    entry<CfgMain>("128x128x8_w64x32_t8x8"),
-    entry<CfgBK16>("128x128x16_w64x32_t8x8"),
-    entry<CfgW32x64>("128x128x8_w32x64_t8x8"),
-    entry<CfgOcc1>("128x128x16_w64x32_t8x8_occ1"),
+    entry<CfgMain, false, true>("128x128x8_w64x32_t8x8"),
+    entry<CfgBK16, false, true>("128x128x16_w64x32_t8x8"),
+    entry<CfgW32x64, false, true>("128x128x8_w32x64_t8x8"),
+    entry<CfgOcc1, false, true>("128x128x16_w64x32_t8x8_occ1"),
     entry<CfgMid>("128x64x16_w64x32_t8x8"),
     entry<CfgSmall>("64x64x16_w32x32_t8x4"),
-    entry<CfgWide>("128x256x8_w64x64_t8x16"),
-    entry<CfgTall>("256x128x8_w64x64_t16x8"),
-    entry<CfgW64x64>("128x128x16_w64x64_t8x16"),
-    entry<CfgRingWide>("ring3_128x256x8_w64x64_t8x16"),
+    entry<CfgWide, false, true>("128x256x8_w64x64_t8x16"),
+    entry<CfgTall, false, true>("256x128x8_w64x64_t16x8"),
+    entry<CfgW64x64, false, true>("128x128x16_w64x64_t8x16"),
+    entry<CfgRingWide, false, true>("ring3_128x256x8_w64x64_t8x16"),
     entry<CfgRingTall>("ring3_256x128x8_w64x64_t16x8"),
     entry<CfgRingWideRowFma, false, true>("ring3_128x256x8_w64x64_t8x16_rowfma"),
     entry<CfgRingTallRowFma, false, true>("ring3_256x128x8_w64x64_t16x8_rowfma"),
@@ -38,11 +41,11 @@ constexpr ConfigEntry kConfigs[] = {
 };
 
 // Whether row i of the table launches config Cfg.
-template <class Cfg>
+template <class Cfg, bool RowMajorOnly = false>
 constexpr bool row_is(int i) {
-  return kConfigs[i].launch == &launch_cfg<Cfg, false>;
+  return kConfigs[i].launch == &launch_cfg<Cfg, false, RowMajorOnly>;
 }
-static_assert(row_is<CfgMain>(kMainConfig) && row_is<CfgMid>(kMidConfig) &&
+static_assert(row_is<CfgMain, true>(kMainConfig) && row_is<CfgMid>(kMidConfig) &&
                   row_is<CfgSmall>(kSmallConfig),
               "launch.h's config indices name these rows");
 

@@ -29,8 +29,8 @@ struct ConfigEntry {
   size_t sum_smem_bytes;
   // Runs aligned NN products swapped (gemm_cuda); other layouts as the config without it.
   bool swap_nn;
-  // Built for row-major A and B with 16-byte aligned rows only (the ladder-only `_rowfma` twins,
-  // which the ladder runs on row-major operands): gemm_cuda repacks other operands into that.
+  // Built for row-major A and B with 16-byte aligned rows only (the configs only the ladder, the
+  // sweep and `cfg:<name>` run; configs.cuh): gemm_cuda repacks other operands into that.
   bool row_major_only;
   void (*launch)(const SgemmParams&, bool, bool, bool, bool, int, cudaStream_t);
   // The stream-K tail (the ring configs), or nullptr.
