@@ -48,6 +48,31 @@ def _case(bench, shape, dtype):
         )
 
 
+def _ladder(bench, shape, dtype):
+    """The cast's ladder (cudasteps.fp8.LADDER) on one case: what each kernel form buys."""
+    rows, cols = shape
+    elem = torch.tensor([], dtype=dtype).element_size()
+    moved = rows * cols * (elem + 2)
+
+    def make(seed):
+        g = torch.Generator(device=bench.device).manual_seed(seed)
+        x = torch.randn(rows, cols, generator=g, device=bench.device).to(dtype)
+        return (x, torch.tensor(16.0, device=bench.device))
+
+    inputs = bench.rotation(make, moved)
+    for variant in cudasteps.ladder.variants("fp8"):
+        ms = bench.time(lambda x, s, v=variant: cudasteps.ladder.run("fp8", v, x, s), inputs)
+        bench.record(
+            op="cast_fp8",
+            case=f"{rows}x{cols} {str(dtype).replace('torch.', '')} -> e4m3 + transpose + amax",
+            impl=f"ladder:{variant}",
+            dtype=dtype,
+            shape=[rows, cols],
+            ms=ms,
+            bytes=moved,
+        )
+
+
 def run(bench):
     if not bench.is_cuda:
         _case(bench, (512, 768), torch.bfloat16)
@@ -56,6 +81,7 @@ def run(bench):
     for shape in shapes:
         _case(bench, shape, torch.bfloat16)
     _case(bench, (8192, 8192), torch.float32)
+    _ladder(bench, (8192, 8192), torch.bfloat16)
     bench.section(
         "fp8 (cast, transpose, amax)",
         "`cudasteps.cast_fp8(x, scale, float8_e4m3fn, transpose=True)`: the FP8 cast of x (scaled, "
@@ -63,5 +89,7 @@ def run(bench):
         "(`x.abs().amax()`, `(x.float() * s).clamp(...).to(float8_e4m3fn)`, `.t().contiguous()`), "
         "eager and under torch.compile. GB/s counts x read once and both FP8 outputs written once. "
         "cudasteps' kernel on these shapes is the 16-byte form (64 x 64 tiles, 16 elements per "
-        "thread, 16-byte loads and stores of both outputs).",
+        "thread, 16-byte loads and stores of both outputs) with the next tile's loads issued before "
+        "this one is cast (`vec16_prefetch`). The ladder rows: `tile32` (32 x 32 tiles, one element "
+        "per thread and access, byte stores), `vec16` (the 16-byte form), `vec16_prefetch`.",
     )

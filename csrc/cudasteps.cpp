@@ -63,6 +63,10 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose=False) -> "
       "(Tensor, Tensor?, Tensor)");
+  // One step of cast_fp8's ladder (tile32, vec16, vec16_prefetch), CUDA.
+  m.def(
+      "ladder_cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose, str variant) -> "
+      "(Tensor, Tensor?, Tensor)");
 
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");

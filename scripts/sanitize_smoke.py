@@ -59,6 +59,16 @@ def smoke_transpose(dev):
         check(f"cast_fp8 {shape}", out.float(), (x.float() * 2).to(torch.float8_e4m3fn).float())
         check(f"cast_fp8 {shape} transpose", out_t.float(), out.reshape(-1, shape[-1]).t().float())
         check(f"cast_fp8 {shape} amax", amax, x.float().abs().amax())
+    # Every step of the cast's ladder; 4112 x 1040 gives a block several tiles (vec16_prefetch
+    # loads the next while it casts this one).
+    for shape in [(80, 144), (4112, 1040)]:
+        x = torch.randn(shape, device=dev).bfloat16()
+        want = (x.float() * 2).to(torch.float8_e4m3fn).float()
+        for v in cudasteps.ladder.variants("fp8"):
+            out, out_t, amax = cudasteps.ladder.run("fp8", v, x, torch.tensor(2.0, device=dev))
+            check(f"ladder cast_fp8 {v} {shape}", out.float(), want)
+            check(f"ladder cast_fp8 {v} {shape} transpose", out_t.float(), want.t())
+            check(f"ladder cast_fp8 {v} {shape} amax", amax, x.float().abs().amax())
 
 
 def smoke_reduce(dev):

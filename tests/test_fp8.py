@@ -9,7 +9,7 @@ bit; amax exactly.
 import cudasteps
 import pytest
 import torch
-from _helpers import DEVICES
+from _helpers import DEVICES, HAS_CUDA, requires_cuda
 from cudasteps.fp8 import FP8_MAX
 
 FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
@@ -146,3 +146,50 @@ def test_opcheck_and_compile(device):
     compiled = torch.compile(f, fullgraph=True, backend=backend)
     got, want = compiled(x, scale), f(x, scale)
     assert torch.equal(got[0], want[0]) and same_bits(got[1], want[1]) and torch.equal(got[2], want[2])
+
+
+# ---- the ladder (ladder_cast_fp8): every kernel form by name ----------------------------------
+
+# (8208, 2064): 129 x 33 tiles of 64 x 64, cut at both edges, several per block on any GPU (the
+# vector forms launch 8 blocks per SM), so vec16_prefetch's loads of a block's next tile run.
+LADDER_SHAPES = [(272, 1040), (8208, 2064)]
+
+
+@requires_cuda
+@pytest.mark.parametrize("variant", cudasteps.ladder.variants("fp8"))
+@pytest.mark.parametrize("src", SOURCES, ids=["fp32", "bf16", "fp16"])
+def test_ladder_steps_match_reference(variant, src):
+    shapes = LADDER_SHAPES + ([(33, 65), (100, 31)] if variant == "tile32" else [])
+    for i, shape in enumerate(shapes):
+        x = values(shape, src, "cuda", seed=100 + i)
+        for dtype, scale_value in ((torch.float8_e4m3fn, 64.0), (torch.float8_e5m2, 2.0**-7)):
+            scale = torch.tensor(scale_value, device="cuda")
+            want, want_amax = reference(x, scale, dtype)
+            out, out_t, amax = cudasteps.ladder.run("fp8", variant, x, scale, dtype, True)
+            assert same_bits(out, want), (variant, shape, src, dtype)
+            assert same_bits(out_t, want.t()), (variant, shape, src, dtype)
+            assert torch.equal(amax.cpu(), want_amax), (variant, shape, src, dtype)
+            plain = cudasteps.cast_fp8(x, scale, dtype, False)
+            assert same_bits(plain[0], out) and plain[1] is None and torch.equal(plain[2], amax)
+
+
+def test_ladder_lists_the_forms():
+    assert cudasteps.ladder.variants("fp8") == ("tile32", "vec16", "vec16_prefetch")
+
+
+@pytest.mark.parametrize("device", [d for d in ("cuda", "meta") if d == "meta" or HAS_CUDA])
+def test_ladder_errors(device):
+    x = torch.randn(32, 48, device=device)
+    one = torch.ones((), device=device)
+    op = "cudasteps.ladder_cast_fp8"
+    steps = "tile32, vec16, vec16_prefetch"
+    with pytest.raises(RuntimeError, match=rf"{op}: variant must be one of {steps}, got 'fast'"):
+        torch.ops.cudasteps.ladder_cast_fp8(x, one, torch.float8_e4m3fn, True, "fast")
+    with pytest.raises(RuntimeError, match=rf"{op}: scale must be float32, got Half"):
+        torch.ops.cudasteps.ladder_cast_fp8(x, one.half(), torch.float8_e4m3fn, True, "vec16")
+    if device == "cuda":
+        odd = torch.randn(33, 48, device=device)
+        with pytest.raises(RuntimeError, match=rf"{op}: the 16-byte forms need x's rows and columns"):
+            torch.ops.cudasteps.ladder_cast_fp8(odd, one, torch.float8_e4m3fn, True, "vec16_prefetch")
+        args = (x.bfloat16(), one, torch.float8_e4m3fn, True, "vec16")
+        torch.library.opcheck(torch.ops.cudasteps.ladder_cast_fp8.default, args)

@@ -14,11 +14,13 @@
 // x.abs().amax()): two passes instead of one. The recipes are the FP8 training mode's to choose.
 //
 // This unit: the checks, the CPU kernel (torch's own ops on fp32, the reference), the CUDA host
-// side (the kernel is kernels.cu) and the autograd kernel (not differentiable: the casts of a
-// training step are taken inside its own autograd function).
+// side (the kernels are kernels.cu), the ladder op (ladder_cast_fp8: one kernel form by name,
+// CUDA) and the autograd kernel (not differentiable: the casts of a training step are taken inside
+// its own autograd function).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -42,17 +44,18 @@ constexpr const char* kOp = "cast_fp8";
 
 using CastResult = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>;
 
-void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype) {
-  check_defined(x, kOp, "x");
-  check_min_dim(x, 1, kOp, "x");
-  check_dtype(x, kOp, "x", {at::kFloat, at::kBFloat16, at::kHalf});
-  check_defined(scale, kOp, "scale");
-  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, kOp, "scale must be float32, got ",
+void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                     const char* op) {
+  check_defined(x, op, "x");
+  check_min_dim(x, 1, op, "x");
+  check_dtype(x, op, "x", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_defined(scale, op, "scale");
+  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, op, "scale must be float32, got ",
                   scale.scalar_type());
-  CUDASTEPS_CHECK(scale.numel() == 1, kOp,
+  CUDASTEPS_CHECK(scale.numel() == 1, op,
                   "scale must have one element (a per-tensor scale), got shape ", scale.sizes());
-  check_same_device(scale, x, kOp, "scale", "x");
-  CUDASTEPS_CHECK(dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2, kOp,
+  check_same_device(scale, x, op, "scale", "x");
+  CUDASTEPS_CHECK(dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2, op,
                   "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
 }
 
@@ -64,7 +67,7 @@ std::pair<int64_t, int64_t> matrix_shape(const at::Tensor& x) {
 
 CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
                         bool transpose) {
-  check_cast_args(x, scale, dtype);
+  check_cast_args(x, scale, dtype, kOp);
   const auto [rows, cols] = matrix_shape(x);
   const double largest = fp8_max(dtype);
   // x * scale in float32 (exact for bf16/fp16 x), clamped (NaN passes through), rounded once.
@@ -75,13 +78,18 @@ CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::Scalar
 }
 
 #ifdef CUDASTEPS_WITH_CUDA
-CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
-                         bool transpose) {
-  check_cast_args(x, scale, dtype);
+// The CUDA kernel in kernel form `form` (kAuto for cast_fp8; a ladder step for ladder_cast_fp8,
+// whose vector forms must fit x).
+CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                              bool transpose, CastForm form, const char* op) {
   const c10::cuda::CUDAGuard guard(x.device());
   const auto [rows, cols] = matrix_shape(x);
   // The kernel reads a contiguous x (a copy for other strides).
   const at::Tensor xc = x.contiguous();
+  const bool vector = form == CastForm::kVec16 || form == CastForm::kVec16Prefetch;
+  CUDASTEPS_CHECK(!vector || cast_fp8_vector_form_fits(xc.const_data_ptr(), rows, cols), op,
+                  "the 16-byte forms need x's rows and columns (as [", rows, ", ", cols,
+                  "]) to be multiples of 16 and x 16-byte aligned");
   at::Tensor out = at::empty(x.sizes(), x.options().dtype(dtype));
   c10::optional<at::Tensor> out_t;
   if (transpose) out_t = at::empty({cols, rows}, x.options().dtype(dtype));
@@ -96,9 +104,35 @@ CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::Scala
                     static_cast<uint8_t*>(out.data_ptr()),
                     transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
                     static_cast<unsigned*>(amax.data_ptr()), sm_count(),
-                    at::cuda::getCurrentCUDAStream());
+                    at::cuda::getCurrentCUDAStream(), form);
   }
   return {out, out_t, amax};
+}
+
+CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                         bool transpose) {
+  check_cast_args(x, scale, dtype, kOp);
+  return cast_fp8_cuda_form(x, scale, dtype, transpose, CastForm::kAuto, kOp);
+}
+
+// ladder_cast_fp8: one step of the cast's ladder (kernels.cu: tile32, vec16, vec16_prefetch, the
+// last what cast_fp8 runs where it fits).
+CastResult ladder_cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                                bool transpose, c10::string_view variant) {
+  constexpr const char* op = "ladder_cast_fp8";
+  check_cast_args(x, scale, dtype, op);
+  CastForm form = CastForm::kAuto;
+  if (variant == "tile32") {
+    form = CastForm::kTile32;
+  } else if (variant == "vec16") {
+    form = CastForm::kVec16;
+  } else if (variant == "vec16_prefetch") {
+    form = CastForm::kVec16Prefetch;
+  } else {
+    CUDASTEPS_CHECK(false, op, "variant must be one of tile32, vec16, vec16_prefetch, got '",
+                    std::string(variant), "'");
+  }
+  return cast_fp8_cuda_form(x, scale, dtype, transpose, form, op);
 }
 #endif
 
@@ -123,7 +157,10 @@ CastResult cast_fp8_autograd(const at::Tensor& x, const at::Tensor& scale, at::S
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("cast_fp8", &fp8::cast_fp8_cpu); }
 
 #ifdef CUDASTEPS_WITH_CUDA
-TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) { m.impl("cast_fp8", &fp8::cast_fp8_cuda); }
+TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
+  m.impl("cast_fp8", &fp8::cast_fp8_cuda);
+  m.impl("ladder_cast_fp8", &fp8::ladder_cast_fp8_cuda);
+}
 #endif
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("cast_fp8", &fp8::cast_fp8_autograd); }

@@ -1,15 +1,21 @@
 // cast_fp8's CUDA kernels (launch.h): one pass over x in tiles, each cast to FP8 with the scale,
 // stored in place and, through a shared-memory tile, transposed (the transpose family's tile),
 // while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree) and
-// folded into the output amax with one atomicMax per block. Two forms:
-//   cast_fp8_kernel      32 x 32 tiles, one element per thread per access: 2- or 4-byte loads and
-//                        byte stores. Any shape; what runs when the vector form cannot.
-//   cast_fp8_vec_kernel  64 x 64 tiles, 16 elements per thread: 16-byte loads, and 16-byte stores
-//                        of both outputs (16 FP8 bytes of a row; 16 rows of a column, gathered
-//                        from the shared tile). Rows and columns multiples of 16, x 16-byte
-//                        aligned (every FFN shape). On an H100 the first form moved 50% of the
-//                        copy bandwidth for bf16 x (8192 x 8192): its byte stores cost a
-//                        transaction per 1 byte written per thread.
+// folded into the output amax with one atomicMax per block. The forms, which are also the steps of
+// the cast's ladder (ladder_cast_fp8, CastForm):
+//   tile32          cast_fp8_kernel: 32 x 32 tiles, one element per thread per access: 2- or 4-byte
+//                   loads and byte stores. Any shape; what runs when the vector forms cannot.
+//   vec16           cast_fp8_vec_kernel: 64 x 64 tiles, 16 elements per thread: 16-byte loads, and
+//                   16-byte stores of both outputs (16 FP8 bytes of a row; 16 rows of a column,
+//                   gathered from the shared tile). Rows and columns multiples of 16, x 16-byte
+//                   aligned (every FFN shape). On an H100 tile32 moved 50% of the copy bandwidth
+//                   for bf16 x (8192 x 8192), its byte stores a transaction per byte and thread;
+//                   vec16 58% (72% for float32 x).
+//   vec16_prefetch  vec16 with the next tile's loads issued before this tile is cast, stored and
+//                   transposed: a block's loads were in flight only between its two barriers, so
+//                   each SM kept less than the bandwidth's worth of bytes in flight; now a tile's
+//                   loads run under the previous tile's stores and barriers (16-48 more registers
+//                   per thread: the next tile's raw 16-byte words).
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "common/warp_reduce.cuh"
 #include "fp8/launch.h"
 
@@ -94,25 +101,42 @@ constexpr int kVec = 16;        // elements per thread: one 16-byte FP8 store
 constexpr int kVecThreads = 256;  // 64 rows x 4 segments of 16
 constexpr int kVecPitch = kVecTile + 16;  // shared tile row, bytes: 16-byte aligned rows
 
-// 16 elements of x at p (16-byte aligned) as floats.
+// A thread's 16 elements of one tile as raw 16-byte words (kVecWords of them): loaded early, cast
+// later.
 template <typename T>
-__device__ __forceinline__ void load16(const T* p, float (&v)[kVec]) {
-  constexpr int kPerLoad = 16 / int(sizeof(T));
-#pragma unroll
-  for (int l = 0; l < kVec / kPerLoad; ++l) {
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + l);
-    const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-    for (int i = 0; i < kPerLoad; ++i) v[l * kPerLoad + i] = to_float(e[i]);
-  }
+constexpr int kVecWords = kVec * int(sizeof(T)) / 16;
+
+template <typename T>
+struct RawSegment {
+  uint4 w[kVecWords<T>];
+};
+
+// Where this thread's segment of tile t lies, and whether it is inside x (rows and cols are
+// multiples of 16: a segment is all inside or all outside).
+struct SegmentAt {
+  int64_t r, c;
+  bool inside;
+};
+
+__device__ __forceinline__ SegmentAt segment_at(int64_t t, int64_t tiles_c, int64_t rows,
+                                                int64_t cols, int lr, int seg) {
+  const int64_t r = (t / tiles_c) * kVecTile + lr, c = (t % tiles_c) * kVecTile + kVec * seg;
+  return {r, c, r < rows && c < cols};
 }
 
-template <typename T, Fp8Kind K>
+template <typename T>
+__device__ __forceinline__ void load_segment(const T* p, RawSegment<T>& raw) {
+#pragma unroll
+  for (int l = 0; l < kVecWords<T>; ++l) raw.w[l] = __ldg(reinterpret_cast<const uint4*>(p) + l);
+}
+
+template <typename T, Fp8Kind K, bool kPrefetch>
 __global__ void __launch_bounds__(kVecThreads)
     cast_fp8_vec_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
                         const float* __restrict__ scale, uint8_t* __restrict__ out,
                         uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+  constexpr int kPerWord = 16 / int(sizeof(T));
   __shared__ __align__(16) uint8_t tile[kVecTile][kVecPitch];
   __shared__ unsigned warp_max[kVecThreads / 32];
   const float s = *scale;
@@ -124,13 +148,31 @@ __global__ void __launch_bounds__(kVecThreads)
   const int lr = threadIdx.x / 4, seg = threadIdx.x % 4;
   const int lc = threadIdx.x % kVecTile, chunk = threadIdx.x / kVecTile;
   unsigned my_max = 0;
+  RawSegment<T> next{};  // kPrefetch: the segment of this thread's next tile, already requested
+  if constexpr (kPrefetch) {
+    const SegmentAt first = segment_at(blockIdx.x, tiles_c, rows, cols, lr, seg);
+    if (blockIdx.x < tiles && first.inside) load_segment(x + first.r * cols + first.c, next);
+  }
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const int64_t r0 = (t / tiles_c) * kVecTile, c0 = (t % tiles_c) * kVecTile;
-    const int64_t r = r0 + lr, c = c0 + kVec * seg;
+    const SegmentAt at = segment_at(t, tiles_c, rows, cols, lr, seg);
+    RawSegment<T> raw{};
+    if constexpr (kPrefetch) {
+      raw = next;
+      const int64_t t_next = t + gridDim.x;
+      const SegmentAt ahead = segment_at(t_next, tiles_c, rows, cols, lr, seg);
+      if (t_next < tiles && ahead.inside) load_segment(x + ahead.r * cols + ahead.c, next);
+    } else if (at.inside) {
+      load_segment(x + at.r * cols + at.c, raw);
+    }
     uint4 q = make_uint4(0, 0, 0, 0);
-    if (r < rows && c < cols) {  // rows and cols are multiples of 16: all 16 or none
+    if (at.inside) {
       float v[kVec];
-      load16(x + r * cols + c, v);
+#pragma unroll
+      for (int l = 0; l < kVecWords<T>; ++l) {
+        const T* e = reinterpret_cast<const T*>(&raw.w[l]);
+#pragma unroll
+        for (int i = 0; i < kPerWord; ++i) v[l * kPerWord + i] = to_float(e[i]);
+      }
       uint16_t* pairs = reinterpret_cast<uint16_t*>(&q);
 #pragma unroll
       for (int i = 0; i < kVec; i += 2) {
@@ -138,9 +180,10 @@ __global__ void __launch_bounds__(kVecThreads)
         pairs[i / 2] = __nv_cvt_float2_to_fp8x2(make_float2(v[i] * s, v[i + 1] * s),
                                                 __NV_SATFINITE, kFormat);
       }
-      *reinterpret_cast<uint4*>(out + r * cols + c) = q;
+      *reinterpret_cast<uint4*>(out + at.r * cols + at.c) = q;
     }
     if (out_t != nullptr) {
+      const int64_t r0 = at.r - lr, c0 = at.c - kVec * seg;
       *reinterpret_cast<uint4*>(&tile[lr][kVec * seg]) = q;
       __syncthreads();
       const int64_t cc = c0 + lc, rr = r0 + kVec * chunk;
@@ -171,14 +214,22 @@ bool vector_form_fits(const void* x, int64_t rows, int64_t cols) {
 }
 
 template <typename T, Fp8Kind K>
-void launch_typed(const void* x, int64_t rows, int64_t cols, const float* scale, uint8_t* out,
-                  uint8_t* out_t, unsigned* amax_bits, int sm_count, cudaStream_t stream) {
-  if (vector_form_fits(x, rows, cols)) {
+void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, const float* scale,
+                  uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
+                  cudaStream_t stream) {
+  if (form == CastForm::kAuto) {
+    form = vector_form_fits(x, rows, cols) ? CastForm::kVec16Prefetch : CastForm::kTile32;
+  }
+  if (form == CastForm::kVec16 || form == CastForm::kVec16Prefetch) {
     const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * ((cols + kVecTile - 1) / kVecTile);
-    // 8 blocks of 256 threads (5 KiB of shared memory each) per SM, each walking its tiles.
-    const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(sm_count) * 8));
-    cast_fp8_vec_kernel<T, K><<<unsigned(grid), kVecThreads, 0, stream>>>(
-        static_cast<const T*>(x), rows, cols, scale, out, out_t, amax_bits);
+    auto kernel = form == CastForm::kVec16Prefetch ? cast_fp8_vec_kernel<T, K, true>
+                                                   : cast_fp8_vec_kernel<T, K, false>;
+    // One wave of resident blocks, each walking its tiles: 8 blocks of 256 threads per SM for
+    // vec16 (32 registers, 5 KiB of shared memory each); fewer for vec16_prefetch, whose next
+    // tile's words take 38 (16-bit x) to 53 (float32 x) registers a thread.
+    const int64_t grid = persistent_grid(kernel, kVecThreads, tiles, 1);
+    kernel<<<unsigned(grid), kVecThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale,
+                                                      out, out_t, amax_bits);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -191,29 +242,37 @@ void launch_typed(const void* x, int64_t rows, int64_t cols, const float* scale,
 }
 
 template <Fp8Kind K>
-void launch_kind(SrcType src, const void* x, int64_t rows, int64_t cols, const float* scale,
-                 uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
-                 cudaStream_t stream) {
+void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_t cols,
+                 const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                 int sm_count, cudaStream_t stream) {
   switch (src) {
     case SrcType::kHalf:
-      return launch_typed<__half, K>(x, rows, cols, scale, out, out_t, amax_bits, sm_count, stream);
+      return launch_typed<__half, K>(form, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+                                     stream);
     case SrcType::kBFloat16:
-      return launch_typed<__nv_bfloat16, K>(x, rows, cols, scale, out, out_t, amax_bits, sm_count,
-                                            stream);
+      return launch_typed<__nv_bfloat16, K>(form, x, rows, cols, scale, out, out_t, amax_bits,
+                                            sm_count, stream);
     default:
-      return launch_typed<float, K>(x, rows, cols, scale, out, out_t, amax_bits, sm_count, stream);
+      return launch_typed<float, K>(form, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+                                    stream);
   }
 }
 
 }  // namespace
 
+bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols) {
+  return vector_form_fits(x, rows, cols);
+}
+
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
-                     int sm_count, cudaStream_t stream) {
+                     int sm_count, cudaStream_t stream, CastForm form) {
   if (kind == Fp8Kind::kE4M3) {
-    launch_kind<Fp8Kind::kE4M3>(src, x, rows, cols, scale, out, out_t, amax_bits, sm_count, stream);
+    launch_kind<Fp8Kind::kE4M3>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+                                stream);
   } else {
-    launch_kind<Fp8Kind::kE5M2>(src, x, rows, cols, scale, out, out_t, amax_bits, sm_count, stream);
+    launch_kind<Fp8Kind::kE5M2>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+                                stream);
   }
 }
 

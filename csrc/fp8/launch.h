@@ -16,16 +16,25 @@ enum class Fp8Kind { kE4M3, kE5M2 };
 // Which type the input holds.
 enum class SrcType { kFloat, kHalf, kBFloat16 };
 
+// Which kernel form casts (kernels.cu): the steps of the cast's ladder, naive first; kAuto is what
+// cast_fp8 runs (kVec16Prefetch where it fits, else kTile32).
+enum class CastForm { kTile32, kVec16, kVec16Prefetch, kAuto };
+
+// Whether the 16-byte forms (kVec16, kVec16Prefetch) can cast this x: rows and cols multiples of
+// 16, x 16-byte aligned.
+bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
+
 // x: a contiguous [rows, cols] matrix of `src`; scale: one float32 on the device. Writes
 // out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
 // value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and raises *amax_bits (the
 // bits of a float32 set to +0 by the caller) to the bits of the largest |x| (a NaN anywhere wins):
 // unsigned bits of non-negative floats order as the floats do, so atomicMax on them is exact and
-// the result the same whatever the order. One pass over x, in 64 x 64 tiles of 16-byte accesses
-// where rows and cols are multiples of 16 and x is 16-byte aligned, else 32 x 32 tiles.
+// the result the same whatever the order. One pass over x, in the kernel form `form` (kAuto: 64 x
+// 64 tiles of 16-byte accesses where cast_fp8_vector_form_fits, else 32 x 32 tiles; a vector form
+// asked for must fit).
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
-                     int sm_count, cudaStream_t stream);
+                     int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
 
 }  // namespace fp8
 }  // namespace cudasteps

@@ -14,6 +14,13 @@ _FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 # The largest finite value of each format: casts saturate to it.
 FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 
+# The optimization ladder of the cast (csrc/fp8/kernels.cu), naive first; the last entry is what
+# cast_fp8() runs where x's rows and columns are multiples of 16 and x is 16-byte aligned (else
+# tile32). tile32: 32 x 32 tiles, one element per thread and access (byte stores); vec16: 64 x 64
+# tiles, 16 elements per thread, 16-byte loads and stores of both outputs; vec16_prefetch: the next
+# tile's loads issued before this one is cast and transposed.
+LADDER = ("tile32", "vec16", "vec16_prefetch")
+
 
 def cast_fp8(
     x: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn, transpose: bool = False
@@ -30,9 +37,20 @@ def cast_fp8(
     return _ops.cast_fp8(x, scale, dtype, transpose)
 
 
-@torch.library.register_fake("cudasteps::cast_fp8")
-def _cast_fp8_fake(x, scale, dtype, transpose=False):
-    op = "cast_fp8"
+def run_ladder(
+    variant: str,
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    dtype: torch.dtype = torch.float8_e4m3fn,
+    transpose: bool = True,
+) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor]:
+    """Run one step of the cast's ladder (CUDA): ``cast_fp8(x, scale, dtype, transpose)`` with the
+    kernel form ``variant`` (see ``LADDER``; the 16-byte forms need x's rows and columns to be
+    multiples of 16 and x 16-byte aligned). Every step returns the same tensors."""
+    return _ops.ladder_cast_fp8(x, scale, dtype, transpose, variant)
+
+
+def _check_cast_args(x, scale, dtype, op):
     _checks.check(
         x.dim() >= 1, op, f"x must have at least 1 dimensions, got {x.dim()}-D with shape {list(x.shape)}"
     )
@@ -55,8 +73,25 @@ def _cast_fp8_fake(x, scale, dtype, transpose=False):
         op,
         f"dtype must be Float8_e4m3fn or Float8_e5m2, got {_checks.dtype_name(dtype)}",
     )
+
+
+def _cast_outputs(x, dtype, transpose):
     cols = x.shape[-1]
     rows = x.numel() // cols if cols != 0 else 0
     out = x.new_empty(x.shape, dtype=dtype)
     out_t = x.new_empty((cols, rows), dtype=dtype) if transpose else None
     return out, out_t, x.new_empty((), dtype=torch.float32)
+
+
+@torch.library.register_fake("cudasteps::cast_fp8")
+def _cast_fp8_fake(x, scale, dtype, transpose=False):
+    _check_cast_args(x, scale, dtype, "cast_fp8")
+    return _cast_outputs(x, dtype, transpose)
+
+
+@torch.library.register_fake("cudasteps::ladder_cast_fp8")
+def _ladder_cast_fp8_fake(x, scale, dtype, transpose, variant):
+    op = "ladder_cast_fp8"
+    _check_cast_args(x, scale, dtype, op)
+    _checks.check(variant in LADDER, op, f"variant must be one of {', '.join(LADDER)}, got '{variant}'")
+    return _cast_outputs(x, dtype, transpose)

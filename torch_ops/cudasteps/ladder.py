@@ -10,6 +10,7 @@ of them side by side so the results table shows what each optimization buys.
 
 from . import copy as _copy
 from . import elementwise as _elementwise
+from . import fp8 as _fp8
 from . import gemm as _gemm
 from . import reduce as _reduce
 from . import transpose as _transpose
@@ -21,6 +22,7 @@ _FAMILIES = {
     "reduce": _reduce,
     "gemm": _gemm,
     "elementwise": _elementwise,
+    "fp8": _fp8,
 }
 
 
