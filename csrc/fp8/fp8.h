@@ -27,10 +27,11 @@ inline at::Tensor abs_max(const at::Tensor& t) {
 }
 
 // Dynamic per-tensor scaling: fp8_max(format) / amax(t), so t's largest value maps to the
-// format's; 1 when t is empty or all zero (no division by zero).
+// format's; 1 when t is empty or all zero (no division by zero). (A scalar 1, not a tensor of
+// ones: one small kernel less per scale, six per FP8 FFN step.)
 inline at::Tensor dynamic_scale(const at::Tensor& t, at::ScalarType format) {
   const at::Tensor amax = abs_max(t);
-  return at::where(amax > 0, fp8_max(format) / amax, at::ones_like(amax));
+  return at::where(amax > 0, fp8_max(format) / amax, at::Scalar(1.0));
 }
 
 }  // namespace fp8

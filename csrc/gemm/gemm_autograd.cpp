@@ -261,10 +261,11 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             const c10::optional<at::Tensor>& bias) {
-    auto [out, x8_t, w8_t, scale_x, scale_w] = linear_fp8_aux_call(input, weight, bias);
+    auto [out, x8_t, w8_t, inv_x, inv_w] = linear_fp8_aux_call(input, weight, bias);
     ctx->set_materialize_grads(false);
-    // Only the FP8 transposes and the scales are kept: a quarter of a float32 input's bytes.
-    ctx->save_for_backward({x8_t, w8_t, scale_x, scale_w});
+    // Only the FP8 transposes and the dequantization scales are kept: a quarter of a float32
+    // input's bytes.
+    ctx->save_for_backward({x8_t, w8_t, inv_x, inv_w});
     ctx->saved_data["input_dtype"] = int64_t(input.scalar_type());
     ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
     const bool has_bias = bias.has_value() && bias->defined();
@@ -277,8 +278,8 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x8_t = saved[0];  // [K, M]
     const at::Tensor& w8_t = saved[1];  // [K, N]
-    const at::Tensor& scale_x = saved[2];
-    const at::Tensor& scale_w = saved[3];
+    const at::Tensor& inv_x = saved[2];  // 1 / scale_x
+    const at::Tensor& inv_w = saved[3];  // 1 / scale_w
     const auto input_dtype = at::ScalarType(ctx->saved_data["input_dtype"].toInt());
     const auto weight_dtype = at::ScalarType(ctx->saved_data["weight_dtype"].toInt());
     const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
@@ -291,17 +292,15 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
     const at::Tensor scale_g = fp8::dynamic_scale(g, at::kFloat8_e5m2);
     auto [g8, g8_t, amax_g] = cast.call(g, scale_g, at::kFloat8_e5m2, true);
     (void)amax_g;
+    const at::Tensor inv_g = scale_g.reciprocal();  // once for both products
     at::Tensor grad_input, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) {
       std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());
       shape.back() = K;
-      grad_input = scaled_mm_call(g8, w8_t.t(), scale_g.reciprocal(), scale_w.reciprocal(),
-                                  input_dtype)
-                       .view_symint(shape);
+      grad_input = scaled_mm_call(g8, w8_t.t(), inv_g, inv_w, input_dtype).view_symint(shape);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_weight = scaled_mm_call(*g8_t, x8_t.t(), scale_g.reciprocal(), scale_x.reciprocal(),
-                                   weight_dtype);
+      grad_weight = scaled_mm_call(*g8_t, x8_t.t(), inv_g, inv_x, weight_dtype);
     }
     if (bias_dtype >= 0 && ctx->needs_input_grad(2)) {
       // Column sums accumulated in float32 by cudasteps::sum, one pass over g (a float32 copy of

@@ -6,7 +6,8 @@
 //   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in input's dtype
 //
 // and linear_fp8_aux, which also returns what the backward reads: x8_t and w8_t (the FP8
-// transposes the two backward products need as K-major operands) and the two scales. The
+// transposes the two backward products need as K-major operands) and the two dequantization
+// scales 1 / scale_x and 1 / scale_w (scaled_mm's scale_a / scale_b, taken once here). The
 // backward (gemm_autograd.cpp) casts the output gradient to e5m2 with its own scale the same way
 // and runs grad_input = g8 @ w8 and grad_weight = g8^T @ x8 through scaled_mm; the bias gradient
 // is g's column sums. Master weights stay in their dtype (float32 under autocast), and so does
@@ -72,11 +73,12 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
   c10::optional<at::Tensor> b;
   if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type());
-  at::Tensor out = scaled_mm.call(x8, w8.t(), scale_x.reciprocal(), scale_w.reciprocal(), b,
-                                  input.scalar_type());
+  // The dequantization scales, for this product and (through linear_fp8_aux) the backward's.
+  const at::Tensor inv_x = scale_x.reciprocal(), inv_w = scale_w.reciprocal();
+  at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, input.scalar_type());
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;
-  return {out.view(shape), *x8_t, *w8_t, scale_x, scale_w};
+  return {out.view(shape), *x8_t, *w8_t, inv_x, inv_w};
 }
 
 at::Tensor linear_fp8_kernel(const at::Tensor& input, const at::Tensor& weight,
