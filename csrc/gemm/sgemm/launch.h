@@ -41,8 +41,9 @@ struct ConfigEntry {
 // The sgemm_kernel configs (dispatch_kernels.cu). Index 0 is the main config.
 int num_configs();
 const ConfigEntry& config_entry(int i);
-// Rows of that table the dispatcher picks by index: the main config, and the smaller tiles for
-// outputs that leave SMs idle and cannot split K (choose_config).
+// Rows of that table picked by index: the main config (the ladder's double_buffer step, row-major
+// operands alone), and the smaller tiles the dispatcher takes for outputs that leave SMs idle and
+// cannot split K (choose_config).
 constexpr int kMainConfig = 0;
 constexpr int kMidConfig = 4, kSmallConfig = 5;  // 128x64x16_w64x32_t8x8, 64x64x16_w32x32_t8x4
 
