@@ -52,11 +52,13 @@ TORCH_LIBRARY(cudasteps, m) {
       "ladder_scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str variant) -> "
       "Tensor");
   // input @ weight.t() + bias with both operands cast to FP8 (e4m3, per-tensor scales from their
-  // amax); _aux also returns what the backward reads (the FP8 transposes of input and weight, and
-  // their dequantization scales 1 / scale).
-  m.def("linear_fp8(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  // amax), the output in out_dtype (default: input's); _aux also returns what the backward reads
+  // (the FP8 transposes of input and weight, and their dequantization scales 1 / scale).
   m.def(
-      "linear_fp8_aux(Tensor input, Tensor weight, Tensor? bias) -> "
+      "linear_fp8(Tensor input, Tensor weight, Tensor? bias=None, ScalarType? out_dtype=None) -> "
+      "Tensor");
+  m.def(
+      "linear_fp8_aux(Tensor input, Tensor weight, Tensor? bias, ScalarType? out_dtype) -> "
       "(Tensor, Tensor, Tensor, Tensor, Tensor)");
 
   // ---- fp8 (csrc/fp8) ----

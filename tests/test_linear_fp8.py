@@ -88,14 +88,27 @@ def test_shapes_autocast_and_module(device):
     assert cudasteps.linear_fp8(x, w[:0]).shape == (2, 3, 0)
     b = make_tensor((8,), torch.float32, device, seed=6)
     assert torch.equal(cudasteps.linear_fp8(torch.zeros_like(x), w, b), b.expand(2, 3, 8))
-    # Autocast: the output (and the next layer's input) in the autocast dtype, the weight's
-    # gradient in its own.
+    # Autocast: the output (and the next layer's input) in the autocast dtype through out_dtype,
+    # nothing cast: the float32 input is quantized as it is (the same as out_dtype=bfloat16
+    # without autocast, bit for bit), and both gradients come back in their tensors' dtypes.
     w = w.clone().requires_grad_()
+    xg = x.clone().requires_grad_()
     with torch.autocast(device, dtype=torch.bfloat16):
-        out = cudasteps.linear_fp8(x, w, b)
-    assert out.dtype == torch.bfloat16
+        out = cudasteps.linear_fp8(xg, w, b)
+        kept = cudasteps.linear_fp8(xg, w, b, torch.float16)  # an explicit out_dtype wins
+    assert out.dtype == torch.bfloat16 and kept.dtype == torch.float16
+    assert torch.equal(out, cudasteps.linear_fp8(x, w.detach(), b, torch.bfloat16))
     out.float().sum().backward()
-    assert w.grad.dtype == torch.float32
+    assert w.grad.dtype == torch.float32 and xg.grad.dtype == torch.float32
+    # out_dtype with a bf16 input: float32 out, the bias in it; the gradient in bf16.
+    xb = x.bfloat16().requires_grad_()
+    wide = cudasteps.linear_fp8(xb, w.detach(), b, torch.float32)
+    assert wide.dtype == torch.float32
+    narrow = cudasteps.linear_fp8(xb.detach(), w.detach(), b)  # the same product, rounded to bf16
+    assert narrow.dtype == torch.bfloat16
+    assert torch.allclose(wide, narrow.float(), rtol=2**-7, atol=2**-7 * wide.abs().max().item())
+    wide.sum().backward()
+    assert xb.grad.dtype == torch.bfloat16
     # The module: torch.nn.Linear's parameters and state_dict, the FP8 forward.
     torch.manual_seed(0)
     mine = cudasteps.nn.Linear(20, 8, fp8=True).to(device)
@@ -216,14 +229,17 @@ def test_errors_opcheck_and_compile(device):
         ((x, w[:, :5], b), rf"{op}: weight.size\(1\) must equal input.size\(-1\) \(6\), got 5"),
         ((x, w, b[:4]), rf"{op}: bias must have shape \[5\], got shape \[4\]"),
         ((x, w[0], b), rf"{op}: weight must be 2-D, got 1-D"),
+        ((x, w, b, torch.float64), rf"{op}: out_dtype must be Float or BFloat16 or Half, got Double"),
     ]
     for args, message in cases:
         with pytest.raises(RuntimeError, match=message):
             torch.ops.cudasteps.linear_fp8(*args)
         with pytest.raises(RuntimeError, match=message):
-            torch.ops.cudasteps.linear_fp8(*[a.to("meta") for a in args])
+            meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+            torch.ops.cudasteps.linear_fp8(*meta)
     xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
     torch.library.opcheck(torch.ops.cudasteps.linear_fp8.default, (xg, wg, bg))
+    torch.library.opcheck(torch.ops.cudasteps.linear_fp8.default, (xg, wg, bg, torch.bfloat16))
 
     def f(x, w, b):
         return cudasteps.linear_fp8(x, w, b).relu().sum()

@@ -1,7 +1,7 @@
 // Autocast for mm, addmm, linear, linear_act and linear_fp8: under torch.autocast the floating-point
 // tensor arguments of mm, addmm and linear are cast to the autocast dtype (bf16 or fp16) before the
 // op runs, as aten casts its own mm, addmm and linear (autocast's lower-precision list, on CUDA and
-// on CPU); linear_act and linear_fp8 cast fewer (below). So cudasteps.nn.Linear under
+// on CPU); linear_act casts fewer and linear_fp8 none (below). So cudasteps.nn.Linear under
 // autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
 //
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
@@ -86,17 +86,21 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& inp
   return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 
-// linear_fp8 casts only the input (its output, and so the next layer's input, is then in the
-// autocast dtype): the weight goes to FP8 straight from its master copy (float32), and its
-// gradient comes back in float32; the bias stays as it is (added in float32 when it differs).
+// linear_fp8 casts nothing: its output (and so the next layer's input) comes in the autocast
+// dtype through out_dtype (unless the call names one), while input and weight go to FP8 straight
+// from their own dtypes (a float32 input quantized once, not rounded to bf16 first; no copy of it
+// forward, no cast of its gradient back), and the gradients come back in those dtypes. The bias
+// is added in the output's dtype, as F.linear under autocast adds it.
 template <c10::DeviceType Device>
 at::Tensor linear_fp8_autocast(const at::Tensor& input, const at::Tensor& weight,
-                               const c10::optional<at::Tensor>& bias) {
+                               const c10::optional<at::Tensor>& bias,
+                               c10::optional<at::ScalarType> out_dtype) {
   static const auto op =
-      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
-          "linear_fp8");
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
+                          c10::optional<at::ScalarType>)>("linear_fp8");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
-  return op.call(cast<Device>(input), weight, bias);
+  return op.call(input, weight, bias,
+                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device));
 }
 
 }  // namespace

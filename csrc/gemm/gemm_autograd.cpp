@@ -241,11 +241,13 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
 Fp8Parts linear_fp8_aux_call(const at::Tensor& input, const at::Tensor& weight,
-                             const c10::optional<at::Tensor>& bias) {
-  static const auto op = typed_op<Fp8Parts(const at::Tensor&, const at::Tensor&,
-                                           const c10::optional<at::Tensor>&)>("linear_fp8_aux");
+                             const c10::optional<at::Tensor>& bias,
+                             c10::optional<at::ScalarType> out_dtype) {
+  static const auto op =
+      typed_op<Fp8Parts(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
+                        c10::optional<at::ScalarType>)>("linear_fp8_aux");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(input, weight, bias);
+  return op.call(input, weight, bias, out_dtype);
 }
 
 at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
@@ -260,8 +262,9 @@ at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Te
 class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias) {
-    auto [out, x8_t, w8_t, inv_x, inv_w] = linear_fp8_aux_call(input, weight, bias);
+                            const c10::optional<at::Tensor>& bias,
+                            c10::optional<at::ScalarType> out_dtype) {
+    auto [out, x8_t, w8_t, inv_x, inv_w] = linear_fp8_aux_call(input, weight, bias, out_dtype);
     ctx->set_materialize_grads(false);
     // Only the FP8 transposes and the dequantization scales are kept: a quarter of a float32
     // input's bytes.
@@ -274,7 +277,7 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
-    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x8_t = saved[0];  // [K, M]
     const at::Tensor& w8_t = saved[1];  // [K, N]
@@ -307,19 +310,21 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
       // a bf16 g first would write and read it again at twice its size).
       grad_bias = sum_call(g, {0}, false, at::kFloat).to(at::ScalarType(bias_dtype));
     }
-    return {grad_input, grad_weight, grad_bias};
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};  // (none for out_dtype)
   }
 };
 
 at::Tensor linear_fp8_autograd(const at::Tensor& input, const at::Tensor& weight,
-                               const c10::optional<at::Tensor>& bias) {
+                               const c10::optional<at::Tensor>& bias,
+                               c10::optional<at::ScalarType> out_dtype) {
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
-    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&)>("linear_fp8");
+    static const auto op =
+        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
+                            c10::optional<at::ScalarType>)>("linear_fp8");
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(input, weight, bias);
+    return op.call(input, weight, bias, out_dtype);
   }
-  return LinearFp8Function::apply(input, weight, bias);
+  return LinearFp8Function::apply(input, weight, bias, out_dtype);
 }
 
 at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {

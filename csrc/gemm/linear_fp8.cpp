@@ -3,7 +3,9 @@
 //
 //   scale_x = 448 / amax(input)          scale_w = 448 / amax(weight)   (on the device, no sync)
 //   x8, x8_t = cast_fp8(input, scale_x)  w8, w8_t = cast_fp8(weight, scale_w)
-//   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in input's dtype
+//   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in out_dtype (default:
+//              input's; autocast passes its dtype and leaves input as it is, so a float32 input
+//              is quantized once, not rounded to bf16 first and copied)
 //
 // and linear_fp8_aux, which also returns what the backward reads: x8_t and w8_t (the FP8
 // transposes the two backward products need as K-major operands) and the two dequantization
@@ -32,7 +34,8 @@ namespace {
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
 void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
-                           const c10::optional<at::Tensor>& bias, const char* op) {
+                           const c10::optional<at::Tensor>& bias,
+                           c10::optional<at::ScalarType> out_dtype, const char* op) {
   check_defined(input, op, "input");
   check_defined(weight, op, "weight");
   check_min_dim(input, 1, op, "input");
@@ -50,11 +53,18 @@ void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
     check_dtype(*bias, op, "bias", {at::kFloat, at::kBFloat16, at::kHalf});
     check_same_device(*bias, input, op, "bias", "input");
   }
+  if (out_dtype.has_value()) {
+    const at::ScalarType o = *out_dtype;
+    CUDASTEPS_CHECK(o == at::kFloat || o == at::kBFloat16 || o == at::kHalf, op,
+                    "out_dtype must be Float or BFloat16 or Half, got ", o);
+  }
 }
 
 Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
-                          const c10::optional<at::Tensor>& bias, const char* op) {
-  check_linear_fp8_args(input, weight, bias, op);
+                          const c10::optional<at::Tensor>& bias,
+                          c10::optional<at::ScalarType> out_dtype, const char* op) {
+  check_linear_fp8_args(input, weight, bias, out_dtype, op);
+  const at::ScalarType out_type = out_dtype.value_or(input.scalar_type());
   static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
       const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
   static const auto scaled_mm =
@@ -72,23 +82,25 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
   // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
   c10::optional<at::Tensor> b;
-  if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type());
+  if (bias.has_value() && bias->defined()) b = bias->to(out_type);
   // The dequantization scales, for this product and (through linear_fp8_aux) the backward's.
   const at::Tensor inv_x = scale_x.reciprocal(), inv_w = scale_w.reciprocal();
-  at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, input.scalar_type());
+  at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, out_type);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;
   return {out.view(shape), *x8_t, *w8_t, inv_x, inv_w};
 }
 
 at::Tensor linear_fp8_kernel(const at::Tensor& input, const at::Tensor& weight,
-                             const c10::optional<at::Tensor>& bias) {
-  return std::get<0>(linear_fp8_parts(input, weight, bias, "linear_fp8"));
+                             const c10::optional<at::Tensor>& bias,
+                             c10::optional<at::ScalarType> out_dtype) {
+  return std::get<0>(linear_fp8_parts(input, weight, bias, out_dtype, "linear_fp8"));
 }
 
 Fp8Parts linear_fp8_aux_kernel(const at::Tensor& input, const at::Tensor& weight,
-                               const c10::optional<at::Tensor>& bias) {
-  return linear_fp8_parts(input, weight, bias, "linear_fp8_aux");
+                               const c10::optional<at::Tensor>& bias,
+                               c10::optional<at::ScalarType> out_dtype) {
+  return linear_fp8_parts(input, weight, bias, out_dtype, "linear_fp8_aux");
 }
 
 }  // namespace

@@ -248,21 +248,26 @@ def scaled_mm(
 
 
 def linear_fp8(
-    input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
 ) -> torch.Tensor:
     """``input @ weight.T + bias`` with input and weight cast to FP8 (e4m3), each with a per-tensor
     scale from its current amax (``448 / amax``: dynamic tensorwise scaling, torchao's default
-    float8 recipe), the product on :func:`scaled_mm`, the output in ``input``'s dtype.
+    float8 recipe), the product on :func:`scaled_mm`, the output in ``out_dtype`` (float32,
+    bfloat16 or float16; default ``input``'s dtype).
 
     ``input`` [..., K] and ``weight`` [N, K]: float32, bfloat16 or float16; ``bias`` [N] of any of
     those. Differentiable: the backward casts the output gradient to e5m2 with its own scale and
     runs ``grad_input`` and ``grad_weight`` on :func:`scaled_mm` too, from the FP8 transposes the
     forward kept (no higher-precision copy of input or weight is saved); gradients come back in
-    their tensors' dtypes. Under autocast only ``input`` is cast (the weight goes to FP8 from its
-    master copy); the bias is added in the output's dtype, as ``F.linear`` under autocast adds it.
-    ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
+    their tensors' dtypes. Under autocast nothing is cast: the output comes in the autocast dtype
+    (``out_dtype``, unless given), input and weight go to FP8 from their own dtypes (a float32
+    input quantized once, not rounded to bf16 first), and the bias is added in the output's dtype,
+    as ``F.linear`` under autocast adds it. ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
     """
-    return _ops.linear_fp8(input, weight, bias)
+    return _ops.linear_fp8(input, weight, bias, out_dtype)
 
 
 def run_linear_act_ladder(
@@ -441,7 +446,7 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
     return input.new_empty(shape), input.new_empty(shape)
 
 
-def _check_linear_fp8(input, weight, bias, op):
+def _check_linear_fp8(input, weight, bias, out_dtype, op):
     _checks.check(
         input.dim() >= 1,
         op,
@@ -473,20 +478,26 @@ def _check_linear_fp8(input, weight, bias, op):
             f"bias must be Float or BFloat16 or Half, got {_checks.dtype_name(bias.dtype)}",
         )
         _checks.same_device(bias, input, op, "bias", "input")
+    if out_dtype is not None:
+        _checks.check(
+            out_dtype in (torch.float32, torch.bfloat16, torch.float16),
+            op,
+            f"out_dtype must be Float or BFloat16 or Half, got {_checks.dtype_name(out_dtype)}",
+        )
 
 
 @torch.library.register_fake("cudasteps::linear_fp8")
-def _linear_fp8_fake(input, weight, bias=None):
-    _check_linear_fp8(input, weight, bias, "linear_fp8")
-    return input.new_empty((*input.shape[:-1], weight.shape[0]))
+def _linear_fp8_fake(input, weight, bias=None, out_dtype=None):
+    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8")
+    return input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=out_dtype or input.dtype)
 
 
 @torch.library.register_fake("cudasteps::linear_fp8_aux")
-def _linear_fp8_aux_fake(input, weight, bias):
-    _check_linear_fp8(input, weight, bias, "linear_fp8_aux")
+def _linear_fp8_aux_fake(input, weight, bias, out_dtype):
+    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8_aux")
     k, n = weight.shape[1], weight.shape[0]
     m = input.numel() // k if k else 0
-    out = input.new_empty((*input.shape[:-1], n))
+    out = input.new_empty((*input.shape[:-1], n), dtype=out_dtype or input.dtype)
     x8_t = input.new_empty((k, m), dtype=torch.float8_e4m3fn)
     w8_t = weight.new_empty((k, n), dtype=torch.float8_e4m3fn)
     scale = input.new_empty((), dtype=torch.float32)
