@@ -84,8 +84,13 @@ class Linear(nn.Module):
         # through this call (not read off self.weight by the LinearAct) so that hooks on this
         # module, such as FSDP2's unsharding of its parameters, run.
         if self.fp8:
-            out = torch.ops.cudasteps.linear_fp8(x, self.weight, self.bias)
-            return out if act == "none" else torch.ops.cudasteps.bias_act(out, None, act)
+            if act == "none":
+                return torch.ops.cudasteps.linear_fp8(x, self.weight, self.bias)
+            # With an activation the bias goes to bias_act, which adds it in the pass it makes
+            # anyway and whose backward returns its gradient from that pass: given to linear_fp8,
+            # the backward would read the whole output gradient once more for its column sums.
+            out = torch.ops.cudasteps.linear_fp8(x, self.weight, None)
+            return torch.ops.cudasteps.bias_act(out, self.bias, act)
         if act == "none":
             return torch.ops.cudasteps.linear(x, self.weight, self.bias)
         return torch.ops.cudasteps.linear_act(x, self.weight, self.bias, act)
@@ -210,7 +215,7 @@ class MLP(nn.Module):
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
     bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
     (keyword only) puts every layer in :class:`Linear`'s FP8 mode (``cudasteps.linear_fp8``; the
-    hidden layers' activation then runs in ``bias_act`` after it).
+    hidden layers' bias and activation then run in ``bias_act`` after it).
     """
 
     def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None, *, fp8: bool = False):
