@@ -2,7 +2,8 @@
 // taken from their current amax (dynamic tensorwise scaling, torchao's default float8 recipe):
 //
 //   scale_x = 448 / amax(input)          scale_w = 448 / amax(weight)   (on the device, no sync)
-//   x8, x8_t = cast_fp8(input, scale_x)  w8, w8_t = cast_fp8(weight, scale_w)
+//   x8, x8_t = cast_fp8(input, scale_x)  w8, w8_t = cast_fp8(weight, scale_w)  (the FP8
+//              transposes x8_t, w8_t for linear_fp8_aux alone: without autograd none is written)
 //   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in out_dtype (default:
 //              input's; autocast passes its dtype and leaves input as it is, so a float32 input
 //              is quantized once, not rounded to bf16 first and copied)
@@ -60,9 +61,12 @@ void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
   }
 }
 
+// The forward; `transposes`: also the FP8 transposes the backward reads (linear_fp8_aux), which
+// the plain op (no gradient recorded: inference) does not write.
 Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
                           const c10::optional<at::Tensor>& bias,
-                          c10::optional<at::ScalarType> out_dtype, const char* op) {
+                          c10::optional<at::ScalarType> out_dtype, bool transposes,
+                          const char* op) {
   check_linear_fp8_args(input, weight, bias, out_dtype, op);
   const at::ScalarType out_type = out_dtype.value_or(input.scalar_type());
   static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
@@ -75,8 +79,8 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor x = input.reshape({-1, K});
   const at::Tensor scale_x = fp8::dynamic_scale(x, at::kFloat8_e4m3fn);
   const at::Tensor scale_w = fp8::dynamic_scale(weight, at::kFloat8_e4m3fn);
-  auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, true);
-  auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, true);
+  auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, transposes);
+  auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, transposes);
   // The bias in the output's dtype, as F.linear under autocast casts it: scaled_mm's FP8 kernel
   // adds a bias of the output's type in its epilogue, where a float32 bias under a bf16 output
   // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
@@ -88,19 +92,20 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, out_type);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;
+  if (!transposes) return {out.view(shape), at::Tensor(), at::Tensor(), inv_x, inv_w};
   return {out.view(shape), *x8_t, *w8_t, inv_x, inv_w};
 }
 
 at::Tensor linear_fp8_kernel(const at::Tensor& input, const at::Tensor& weight,
                              const c10::optional<at::Tensor>& bias,
                              c10::optional<at::ScalarType> out_dtype) {
-  return std::get<0>(linear_fp8_parts(input, weight, bias, out_dtype, "linear_fp8"));
+  return std::get<0>(linear_fp8_parts(input, weight, bias, out_dtype, false, "linear_fp8"));
 }
 
 Fp8Parts linear_fp8_aux_kernel(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias,
                                c10::optional<at::ScalarType> out_dtype) {
-  return linear_fp8_parts(input, weight, bias, out_dtype, "linear_fp8_aux");
+  return linear_fp8_parts(input, weight, bias, out_dtype, true, "linear_fp8_aux");
 }
 
 }  // namespace
