@@ -1,6 +1,6 @@
 // The sum ladder (ladder_sum, fp32, contiguous): each step a classic way to reduce, up to the
 // kernel sum() runs. smem_tree -> syncwarp -> shfl -> coop_groups -> grid_stride_vec ->
-// single_pass (launch_sum_full, inst_sum_float.cu). The step's choice by name and the op are
+// single_pass (launch_sum_full, inst_sum.cu). The step's choice by name and the op are
 // reduce_cuda.cpp's; the kernels and their launchers are here.
 #include <c10/cuda/CUDAException.h>
 #include <cooperative_groups.h>

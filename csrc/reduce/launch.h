@@ -1,7 +1,7 @@
 // The CUDA sum's launchers as the host side (reduce_cuda.cpp) calls them: raw pointers, element
 // counts and the stream to launch on. Each computes its grid, allocates what its extra passes
 // need and launches. The sum launchers are instantiated, per (input, accumulator, result) type
-// triple, in the inst_sum_*.cu units; the ladder's in ladder_cuda.cu. Also the two host services
+// triple, in inst_sum.cu; the ladder's in ladder_cuda.cu. Also the two host services
 // the launchers ask of reduce_cuda.cpp (the full sum's scratch slot and an occupancy cache).
 //
 // Light on purpose (CUDA's runtime and nothing of ATen): the kernel units include it, and ATen's
@@ -43,7 +43,7 @@ int cached_blocks_per_sm(Kernel kernel, int threads) {
   return cached_occupancy(reinterpret_cast<const void*>(kernel), threads);
 }
 
-// ---- Sum passes (inst_sum_*.cu), one per SumKind of reduce.h -----------------------------------
+// ---- Sum passes (inst_sum.cu), one per SumKind of reduce.h ------------------------------------
 // in_t: the elements read (the input, or the previous pass's accumulators); acc_t: the
 // accumulator; out_t: the elements written. Temporaries (second-pass partials) come from the
 // caching allocator on the current device and stream, which must be `stream`.

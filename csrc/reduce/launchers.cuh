@@ -1,8 +1,8 @@
-// The CUDA sum's launchers (declared in launch.h), defined for the inst_sum_*.cu units that
-// instantiate them: each picks its kernel's grid from the shape and the SM count, takes the second
+// The CUDA sum's launchers (declared in launch.h), defined for inst_sum.cu, which instantiates
+// them: each picks its kernel's grid from the shape and the SM count, takes the second
 // pass's partials from the caching allocator (scratch_buffer, on the current stream) where it
-// needs one, and launches on the given stream. Included only by those units (and kept light, as
-// kernels.cuh, for their compile time); CUDASTEPS_INSTANTIATE_SUM_PASSES at the end instantiates
+// needs one, and launches on the given stream. Included only by that unit (and kept light, as
+// kernels.cuh, for its compile time); CUDASTEPS_INSTANTIATE_SUM_PASSES at the end instantiates
 // the three launchers of one type triple.
 #pragma once
 

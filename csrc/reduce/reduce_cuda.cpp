@@ -1,6 +1,6 @@
 // CUDA sum and ladder_sum: the host side of the family's CUDA kernels. Checks the arguments,
 // plans the passes (reduce.h), dispatches on the (input, output) dtypes and runs each pass through
-// its launcher (launch.h; kernels in kernels.cuh, instantiated in the inst_sum_*.cu units, the
+// its launcher (launch.h; kernels in kernels.cuh, instantiated in inst_sum.cu, the
 // ladder's in ladder_cuda.cu). Also the two host services those launchers use: the full sum's
 // per-stream scratch slots and an occupancy cache.
 //
