@@ -108,11 +108,24 @@ WEIGHT_GRADIENTS = [
 ]
 
 
+def _split_sweep(splits=(1, 2, 3)):
+    """The Hopper persistent kernel with its split-K factor forced (tc:ws_persistent:s<splits>):
+    what the rule that picks it (sm90 choose_splits) leaves on the table for a shape."""
+    return [
+        (f"ladder:tc:ws_persistent:s{s}", lambda a, b, s=s: G.run_ladder(f"tc:ws_persistent:s{s}", a, b))
+        for s in splits
+    ]
+
+
 def run_weight_gradients(bench):
     pair = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
     cases = WEIGHT_GRADIENTS[1:3] if bench.quick else WEIGHT_GRADIENTS
+    hopper = bench.is_cuda and torch.cuda.get_device_capability(bench.device) == (9, 0)
     for m, n, k, dtype in cases:
-        _mm(bench, m, n, k, pair, dtype, label="wgrad g^T @ x", ta=True)
+        # bf16 on Hopper: also the split-K factors side by side (3072 x 1024 is 192 tiles of
+        # 128 x 128, 1.45 waves on 132 SMs, where the rule does not split).
+        sweep = _split_sweep() if hopper and dtype == torch.bfloat16 else []
+        _mm(bench, m, n, k, pair + sweep, dtype, label="wgrad g^T @ x", ta=True)
     # The forward of a linear with few rows against a long K and a small output (1024 rows,
     # 4096 -> 1024), fp32 with TF32 off.
     _mm(bench, 1024, 1024, 4096, pair, F32, label="linear", tb=True)
@@ -121,7 +134,9 @@ def run_weight_gradients(bench):
         "Weight-gradient products `g^T @ x` (output out_features x in_features, K = the batch's "
         "tokens; `g^T` a transposed view, as autograd passes it) and a 1024-row fp32 linear "
         "4096 -> 1024, against torch.mm (cuBLAS; TF32 off for the fp32 rows). Their outputs fill "
-        "a few dozen tiles, so the GPU is full only where K is split over blocks.",
+        "a few dozen tiles, so the GPU is full only where K is split over blocks. The bf16 rows' "
+        "`ladder:tc:ws_persistent:s<n>` force the Hopper kernel's split-K factor (what the rule "
+        "picks is the `cudasteps` row).",
     )
 
 
