@@ -454,7 +454,8 @@ def run(bench):
         "backward with the gradient all-reduce, SGD step; CUDA events). TFLOP/s is per rank. "
         "The ffn_step fp8 rows: torch.nn in bf16 autocast (the baseline), torchao's float8 "
         "training (convert_to_float8_training, tensorwise dynamic scaling) under torch.compile "
-        "where torchao is installed, and cudasteps.nn.MLP(fp8=True) (cudasteps.linear_fp8, whose "
-        "FP8 GEMM is still its baseline form: expect it behind until the FP8 kernels land)."
+        "where torchao is installed, and cudasteps.nn.MLP(fp8=True) (cudasteps.linear_fp8: "
+        "dynamic per-tensor scales, e4m3 forward and e5m2 gradients, its three products on "
+        "scaled_mm's FP8 kernel on Hopper)."
         + ("" if two_gpus else " (Fewer than two CUDA devices were visible: no ddp_step rows.)"),
     )
