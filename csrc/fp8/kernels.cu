@@ -207,18 +207,23 @@ __global__ void __launch_bounds__(kVecThreads)
   }
 }
 
-// The vector form needs whole 16-element segments along both dimensions and 16-byte aligned rows
+
+}  // namespace
+
+// The vector forms need whole 16-element segments along both dimensions and 16-byte aligned rows
 // of x (out and out_t are fresh allocations, aligned, with rows of cols and rows bytes).
-bool vector_form_fits(const void* x, int64_t rows, int64_t cols) {
+bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols) {
   return rows % kVec == 0 && cols % kVec == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
+
+namespace {
 
 template <typename T, Fp8Kind K>
 void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, const float* scale,
                   uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
                   cudaStream_t stream) {
   if (form == CastForm::kAuto) {
-    form = vector_form_fits(x, rows, cols) ? CastForm::kVec16Prefetch : CastForm::kTile32;
+    form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kVec16Prefetch : CastForm::kTile32;
   }
   if (form == CastForm::kVec16 || form == CastForm::kVec16Prefetch) {
     const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * ((cols + kVecTile - 1) / kVecTile);
@@ -259,10 +264,6 @@ void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_
 }
 
 }  // namespace
-
-bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols) {
-  return vector_form_fits(x, rows, cols);
-}
 
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
