@@ -119,32 +119,41 @@ def test_shapes_autocast_and_module(device):
     assert torch.equal(mine(x), cudasteps.linear_fp8(x, mine.weight, mine.bias))
 
 
-def _train(fp8, device, steps=400, seed=0):
-    """A two-layer MLP learning a fixed random teacher under bf16 autocast: mean loss of the last
-    50 steps."""
-    torch.manual_seed(seed)
-    teacher = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 16))
-    teacher = teacher.to(device)
-    model = torch.nn.Sequential(
-        cudasteps.nn.Linear(32, 128, fp8=fp8), torch.nn.GELU(), cudasteps.nn.Linear(128, 16, fp8=fp8)
-    ).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+def _fit(params, step_loss, steps, lr):
+    """Adam with a cosine schedule over `steps` steps of step_loss() (one batch's loss, the forward
+    under bf16 autocast): the mean loss of the last 50 steps, and the first step's."""
+    opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = torch.Generator(device=device).manual_seed(1)
     losses = []
     for _ in range(steps):
-        x = torch.randn(256, 32, generator=gen, device=device)
-        with torch.no_grad():
-            y = teacher(x)
-        with torch.autocast(device, dtype=torch.bfloat16):
-            out = model(x)
-        loss = F.mse_loss(out.float(), y)
+        loss = step_loss()
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
         losses.append(loss.item())
     return sum(losses[-50:]) / 50, losses[0]
+
+
+def _train(fp8, device, steps=400, seed=0):
+    """A two-layer MLP learning a fixed random teacher under bf16 autocast (_fit's figures)."""
+    torch.manual_seed(seed)
+    teacher = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 16))
+    teacher = teacher.to(device)
+    model = torch.nn.Sequential(
+        cudasteps.nn.Linear(32, 128, fp8=fp8), torch.nn.GELU(), cudasteps.nn.Linear(128, 16, fp8=fp8)
+    ).to(device)
+    gen = torch.Generator(device=device).manual_seed(1)
+
+    def step_loss():
+        x = torch.randn(256, 32, generator=gen, device=device)
+        with torch.no_grad():
+            y = teacher(x)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            out = model(x)
+        return F.mse_loss(out.float(), y)
+
+    return _fit(model.parameters(), step_loss, steps, lr=3e-3)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -184,27 +193,21 @@ def _sequence_batch(teacher, rows, gen, device):
 
 
 def _train_sequence(fp8, device, steps=300, seed=0):
-    """Mean cross-entropy of the last 50 steps, and the first step's."""
+    """The sequence task's cross-entropy (_fit's figures)."""
     torch.manual_seed(seed)
     teacher = _sequence_teacher()
     embed = torch.nn.Embedding(SEQ_VOCAB, SEQ_EMBED).to(device)
     mlp = cudasteps.nn.MLP([SEQ_CONTEXT * SEQ_EMBED, SEQ_HIDDEN, SEQ_HIDDEN, SEQ_VOCAB], "gelu", fp8=fp8)
     mlp = mlp.to(device)
-    opt = torch.optim.Adam(list(embed.parameters()) + list(mlp.parameters()), lr=2e-3)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     gen = torch.Generator().manual_seed(1)
-    losses = []
-    for _ in range(steps):
+
+    def step_loss():
         ctx, y = _sequence_batch(teacher, 256, gen, device)
         with torch.autocast(device, dtype=torch.bfloat16):
             logits = mlp(embed(ctx).reshape(256, -1))
-        loss = F.cross_entropy(logits.float(), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    return sum(losses[-50:]) / 50, losses[0]
+        return F.cross_entropy(logits.float(), y)
+
+    return _fit(list(embed.parameters()) + list(mlp.parameters()), step_loss, steps, lr=2e-3)
 
 
 @requires_cuda
