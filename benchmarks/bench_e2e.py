@@ -197,15 +197,10 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
             torch.cuda.empty_cache()
 
 
-def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
-    """The FFN training step with FP8 linears: torch.nn in bf16 autocast (the baseline), torchao's
-    float8 training under torch.compile (where torchao is installed), and cudasteps.nn.MLP with
-    fp8=True under bf16 autocast (cudasteps.linear_fp8: dynamic per-tensor scales, e4m3 forward,
-    e5m2 gradients)."""
-    dev = bench.device
-    gen = torch.Generator(device=dev).manual_seed(1)
-    x = torch.randn(batch, d, device=dev, generator=gen).requires_grad_(True)
-    target = torch.randn(batch, d, device=dev, generator=torch.Generator(device=dev).manual_seed(2))
+def fp8_models(dev: torch.device, d: int, h: int) -> dict:
+    """The FP8 FFN step's models, same weights: torch.nn (run in bf16 autocast, the baseline),
+    torchao's float8 training under torch.compile (where torchao is installed) and
+    cudasteps.nn.MLP(fp8=True)."""
     models = {"torch": train_ddp.build_model("torch", [d, h, d], "gelu", seed=0).to(dev)}
     try:
         from torchao.float8 import convert_to_float8_training
@@ -219,6 +214,19 @@ def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
     fp8 = cnn.MLP([d, h, d], "gelu", fp8=True).to(dev)
     fp8.load_from_torch_linears([m for m in models["torch"] if isinstance(m, nn.Linear)])
     models["cudasteps"] = fp8
+    return models
+
+
+def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
+    """The FFN training step with FP8 linears: torch.nn in bf16 autocast (the baseline), torchao's
+    float8 training under torch.compile (where torchao is installed), and cudasteps.nn.MLP with
+    fp8=True under bf16 autocast (cudasteps.linear_fp8: dynamic per-tensor scales, e4m3 forward,
+    e5m2 gradients)."""
+    dev = bench.device
+    gen = torch.Generator(device=dev).manual_seed(1)
+    x = torch.randn(batch, d, device=dev, generator=gen).requires_grad_(True)
+    target = torch.randn(batch, d, device=dev, generator=torch.Generator(device=dev).manual_seed(2))
+    models = fp8_models(dev, d, h)
     steps = []
     for impl, model in models.items():
         step = _train_step(model, torch.optim.SGD(model.parameters(), lr=1e-3), dev, torch.bfloat16)

@@ -1,6 +1,7 @@
-"""fp8 family: cast_fp8 (x to FP8 with a scale, its FP8 transpose and max |x|, in one pass) against
-what a user writes in torch (eager, and the same under torch.compile): the amax, the scaled and
-clamped cast, and the transpose as separate ops.
+"""fp8 family: cast_fp8 (x to FP8 with a scale, its FP8 transpose and max |x|, in one pass) and
+cast_fp8_dynamic (the scale from x's own amax) against what a user writes in torch (eager, and the
+same under torch.compile): the amax, the scale, the scaled and clamped cast, and the transpose as
+separate ops.
 
 GB/s counts the bytes one pass must move: x read once, the FP8 output and its transpose written
 (one byte each), so the percentage is the fraction of the copy bandwidth.
@@ -17,6 +18,45 @@ def _torch_cast(x, scale):
     out = (x.float() * scale).clamp(-FP8_MAX[torch.float8_e4m3fn], FP8_MAX[torch.float8_e4m3fn])
     out = out.to(torch.float8_e4m3fn)
     return out, out.t().contiguous(), amax
+
+
+def _torch_dynamic_cast(x):
+    """torchao's tensorwise dynamic recipe in torch ops: the amax, the scale from it, the cast and
+    the transpose, and the dequantization scale scaled_mm takes."""
+    e4m3 = torch.float8_e4m3fn
+    amax = x.abs().amax().float()
+    scale = torch.where(amax > 0, FP8_MAX[e4m3] / amax, torch.ones_like(amax))
+    out = (x.float() * scale).clamp(-FP8_MAX[e4m3], FP8_MAX[e4m3]).to(e4m3)
+    return out, out.t().contiguous(), scale.reciprocal(), amax
+
+
+def _dynamic_case(bench, shape, dtype):
+    """cast_fp8_dynamic: the scale from x's own amax, so x is read twice (the amax, then the cast):
+    GB/s counts both reads and both FP8 outputs."""
+    rows, cols = shape
+
+    def make(seed):
+        g = torch.Generator(device=bench.device).manual_seed(seed)
+        return (torch.randn(rows, cols, generator=g, device=bench.device).to(dtype),)
+
+    elem = torch.tensor([], dtype=dtype).element_size()
+    moved = rows * cols * (2 * elem + 2)
+    impls = [
+        ("torch", _torch_dynamic_cast),
+        ("cudasteps", lambda x: cudasteps.cast_fp8_dynamic(x, torch.float8_e4m3fn, True)),
+    ]
+    if bench.is_cuda:
+        impls.insert(1, ("torch.compile", torch.compile(_torch_dynamic_cast)))
+    for impl, ms in bench.time_many(impls, bench.rotation(make, rows * cols * elem)).items():
+        bench.record(
+            op="cast_fp8_dynamic",
+            case=f"{rows}x{cols} {str(dtype).replace('torch.', '')} -> e4m3 + transpose, scale from amax",
+            impl=impl,
+            dtype=dtype,
+            shape=[rows, cols],
+            ms=ms,
+            bytes=moved,
+        )
 
 
 def _case(bench, shape, dtype):
@@ -76,11 +116,14 @@ def _ladder(bench, shape, dtype):
 def run(bench):
     if not bench.is_cuda:
         _case(bench, (512, 768), torch.bfloat16)
+        _dynamic_case(bench, (512, 768), torch.bfloat16)
         return
     shapes = [(8192, 8192), (16384, 2048), (8192, 2048)] if not bench.quick else [(8192, 8192)]
     for shape in shapes:
         _case(bench, shape, torch.bfloat16)
     _case(bench, (8192, 8192), torch.float32)
+    for shape, dtype in (((8192, 8192), torch.bfloat16), ((8192, 2048), torch.float32)):
+        _dynamic_case(bench, shape, dtype)
     _ladder(bench, (8192, 8192), torch.bfloat16)
     bench.section(
         "fp8 (cast, transpose, amax)",
@@ -88,8 +131,12 @@ def run(bench):
         "saturated), its FP8 transpose and max |x| in one pass, against torch's separate ops "
         "(`x.abs().amax()`, `(x.float() * s).clamp(...).to(float8_e4m3fn)`, `.t().contiguous()`), "
         "eager and under torch.compile. GB/s counts x read once and both FP8 outputs written once. "
-        "cudasteps' kernel on these shapes is the 16-byte form (64 x 64 tiles, 16 elements per "
-        "thread, 16-byte loads and stores of both outputs) with the next tile's loads issued before "
-        "this one is cast (`vec16_prefetch`). The ladder rows: `tile32` (32 x 32 tiles, one element "
-        "per thread and access, byte stores), `vec16` (the 16-byte form), `vec16_prefetch`.",
+        "cudasteps' kernel on these shapes is the 16-byte form `vec16` (64 x 64 tiles, 16 elements "
+        "per thread, 16-byte loads and stores of both outputs). The ladder rows: `tile32` (32 x 32 "
+        "tiles, one element per thread and access, byte stores), `vec16`, `vec16_prefetch` (the "
+        "next tile's loads issued before this one is cast; measured no faster, so not chosen). "
+        "`cast_fp8_dynamic` rows: the scale taken from x's own amax (dynamic tensorwise scaling, "
+        "torchao's default recipe and linear_fp8's), so x is read twice; GB/s counts both reads. "
+        "torch: amax, scale, cast, transpose and the reciprocal as separate ops; cudasteps: an "
+        "amax pass whose last block writes the scales, then the cast.",
     )

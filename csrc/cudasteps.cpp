@@ -66,6 +66,11 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose=False) -> "
       "(Tensor, Tensor?, Tensor)");
+  // x cast with its own dynamic scale (fp8 max / amax(x)): out, out_t as cast_fp8's, the
+  // dequantization scale 1 / scale, and amax.
+  m.def(
+      "cast_fp8_dynamic(Tensor x, ScalarType dtype, bool transpose=False) -> "
+      "(Tensor, Tensor?, Tensor, Tensor)");
   // One step of cast_fp8's ladder (tile32, vec16, vec16_prefetch), CUDA.
   m.def(
       "ladder_cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose, str variant) -> "

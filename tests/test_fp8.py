@@ -193,3 +193,126 @@ def test_ladder_errors(device):
             torch.ops.cudasteps.ladder_cast_fp8(odd, one, torch.float8_e4m3fn, True, "vec16_prefetch")
         args = (x.bfloat16(), one, torch.float8_e4m3fn, True, "vec16")
         torch.library.opcheck(torch.ops.cudasteps.ladder_cast_fp8.default, args)
+
+
+# ---- cast_fp8_dynamic: the scale from x's own amax ---------------------------------------------
+
+
+def dynamic_reference(x, dtype):
+    """fp8.h's recipe in torch's float32 ops: scale = max / amax, a true division (Python's
+    `448 / amax` multiplies by the reciprocal), 1 where amax is 0 or NaN."""
+    amax = x.float().cpu().abs().amax() if x.numel() else torch.zeros(())
+    scale = torch.where(amax > 0, torch.full((), FP8_MAX[dtype]).div(amax), torch.ones(()))
+    out, _ = reference(x, scale, dtype)
+    return out, scale.reciprocal(), amax
+
+
+# Beside SHAPES: sizes whose amax pass runs many blocks (its last block folds their partials), a
+# size with a tail past the 16-byte loads, and 16 x 4096 x 32 (the pass's unrolled loop and its
+# remainder both run).
+DYNAMIC_SHAPES = SHAPES + [(1000, 3000), (4099, 7), (16, 4096, 32)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FP8, ids=["e4m3", "e5m2"])
+@pytest.mark.parametrize("src", SOURCES, ids=["fp32", "bf16", "fp16"])
+def test_dynamic_matches_recipe_bitwise(device, dtype, src):
+    for i, shape in enumerate(DYNAMIC_SHAPES):
+        x = values(shape, src, device, seed=200 + i)
+        want, want_inv, want_amax = dynamic_reference(x, dtype)
+        for transpose in (False, True):
+            out, out_t, scale_inv, amax = cudasteps.cast_fp8_dynamic(x, dtype, transpose)
+            assert same_bits(out, want), (shape, src, dtype)
+            assert scale_inv.dtype == torch.float32 and scale_inv.shape == () and amax.shape == ()
+            assert torch.equal(scale_inv.cpu(), want_inv), (shape, src, dtype)
+            assert torch.equal(amax.cpu(), want_amax), (shape, src, dtype)
+            if transpose:
+                cols = shape[-1]
+                rows = x.numel() // cols if cols else 0
+                assert same_bits(out_t, want.reshape(rows, cols).t()), (shape, src, dtype)
+            else:
+                assert out_t is None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_special_values_and_views(device):
+    e4m3 = torch.float8_e4m3fn
+    # All zero: scale 1. A NaN: scale 1, amax NaN. An infinity: scale 0, scale_inv inf.
+    nan, inf = float("nan"), float("inf")
+    for fill, inv, amax in ((0.0, 1.0, 0.0), (nan, 1.0, nan), (inf, inf, inf)):
+        x = torch.zeros(64, 48, device=device)
+        x[5, 7] = fill
+        _, _, scale_inv, got_amax = cudasteps.cast_fp8_dynamic(x, e4m3, True)
+        assert torch.equal(scale_inv.cpu(), torch.tensor(inv)), fill
+        assert torch.allclose(got_amax.cpu(), torch.tensor(amax), equal_nan=True), fill
+    # A view whose data is not 16-byte aligned (the amax pass's element-wise path) and a transposed,
+    # non-contiguous view (copied first): the same as their contiguous copies.
+    base = values((4097,), torch.bfloat16, device, seed=9)
+    for view in (base[1:].view(64, 64), values((48, 80), torch.float32, device, seed=10).t()):
+        got = cudasteps.cast_fp8_dynamic(view, e4m3, True)
+        want = cudasteps.cast_fp8_dynamic(view.contiguous(), e4m3, True)
+        assert same_bits(got[0], want[0]) and same_bits(got[1], want[1])
+        assert torch.equal(got[2], want[2]) and torch.equal(got[3], want[3])
+        assert torch.equal(got[2].cpu(), dynamic_reference(view, e4m3)[1])
+
+
+@requires_cuda
+def test_dynamic_cuda_equals_cpu_and_replays_in_a_graph():
+    """The CUDA kernels against the CPU op (the recipe in torch ops), and under CUDA-graph replay
+    (the amax pass's last-block ticket must be back at 0 for every launch)."""
+    x = values((2048, 1536), torch.bfloat16, "cuda", seed=11)
+    cpu = cudasteps.cast_fp8_dynamic(x.cpu(), torch.float8_e5m2, True)
+    gpu = cudasteps.cast_fp8_dynamic(x, torch.float8_e5m2, True)
+    assert same_bits(gpu[0], cpu[0]) and same_bits(gpu[1], cpu[1])
+    assert torch.equal(gpu[2].cpu(), cpu[2]) and torch.equal(gpu[3].cpu(), cpu[3])
+    static = x.clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        cudasteps.cast_fp8_dynamic(static, torch.float8_e4m3fn, True)  # warm up on this stream
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, out_t, scale_inv, amax = cudasteps.cast_fp8_dynamic(static, torch.float8_e4m3fn, True)
+    for seed in (12, 13):
+        static.copy_(values((2048, 1536), torch.bfloat16, "cuda", seed=seed) * seed)
+        graph.replay()
+        want, want_inv, want_amax = dynamic_reference(static, torch.float8_e4m3fn)
+        assert same_bits(out, want) and same_bits(out_t, want.t())
+        assert torch.equal(scale_inv.cpu(), want_inv) and torch.equal(amax.cpu(), want_amax)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_errors(device):
+    x = torch.randn(4, 6, device=device)
+    op = "cudasteps.cast_fp8_dynamic"
+    cases = [
+        ((x.double(), torch.float8_e4m3fn), rf"{op}: x must be Float or BFloat16 or Half, got Double"),
+        ((x[0, 0], torch.float8_e4m3fn), rf"{op}: x must have at least 1 dimensions, got 0-D"),
+        ((x, torch.bfloat16), rf"{op}: dtype must be Float8_e4m3fn or Float8_e5m2, got BFloat16"),
+    ]
+    for args, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8_dynamic(*args)
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8_dynamic(*meta)
+    message = rf"{op}: x requires grad, but cast_fp8_dynamic is not differentiable"
+    with pytest.raises(RuntimeError, match=message):
+        cudasteps.cast_fp8_dynamic(x.clone().requires_grad_())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_opcheck_and_compile(device):
+    x = values((33, 48), torch.bfloat16, device, seed=14)
+    for args in [(x, torch.float8_e4m3fn, True), (x.float(), torch.float8_e5m2, False)]:
+        torch.library.opcheck(torch.ops.cudasteps.cast_fp8_dynamic.default, args)
+
+    def f(x):
+        out, out_t, scale_inv, amax = cudasteps.cast_fp8_dynamic(x * 2, torch.float8_e4m3fn, True)
+        return out.float() * scale_inv, out_t, amax
+
+    backend = "inductor" if device == "cuda" else "aot_eager"
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
+    got, want = compiled(x), f(x)
+    assert torch.equal(got[0], want[0]) and same_bits(got[1], want[1]) and torch.equal(got[2], want[2])

@@ -9,11 +9,17 @@
 //   amax  = max |x|                   float32, 0-dim; NaN if x holds one; 0 for an empty x
 //
 // The scale is a float32 tensor of one element on x's device, read by the kernel (no host sync):
-// with delayed scaling it comes from earlier steps' amax (this call's amax is for the next), with
-// dynamic scaling from this x's amax, taken first by a reduction (cudasteps.sum's family or
-// x.abs().amax()): two passes instead of one. The recipes are the FP8 training mode's to choose.
+// with delayed scaling it comes from earlier steps' amax (this call's amax is for the next).
 //
-// This unit: the checks, the CPU kernel (torch's own ops on fp32, the reference), the CUDA host
+// cast_fp8_dynamic: dynamic per-tensor scaling (what linear_fp8 runs), scale = fp8 max / amax(x)
+// taken from this x, so its amax comes first: two passes over x, two launches on CUDA (one amax
+// pass whose last block also writes the scale and its reciprocal, then the cast), instead of
+// torch's norm, compare, divide, where, a zeroed amax and a reciprocal around cast_fp8.
+//
+//   (out, out_t, scale_inv, amax)     out, out_t as cast_fp8's with scale = fp8 max / amax (1 where
+//                                     amax is 0 or NaN); scale_inv = 1 / scale (scaled_mm's scale)
+//
+// This unit: the checks, the CPU kernels (torch's own ops on fp32, the reference), the CUDA host
 // side (the kernels are kernels.cu), the ladder op (ladder_cast_fp8: one kernel form by name,
 // CUDA) and the autograd kernel (not differentiable: the casts of a training step are taken inside
 // its own autograd function).
@@ -34,6 +40,7 @@
 
 #include "common/launch.cuh"
 #include "fp8/launch.h"
+#include "reduce/launch.h"  // the full sum's scratch slot: the amax pass's partials and ticket
 #endif
 
 namespace cudasteps {
@@ -41,22 +48,28 @@ namespace fp8 {
 namespace {
 
 constexpr const char* kOp = "cast_fp8";
+constexpr const char* kDynamicOp = "cast_fp8_dynamic";
 
 using CastResult = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>;
+using DynamicResult = DynamicCast;
 
-void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
-                     const char* op) {
+void check_x_and_format(const at::Tensor& x, at::ScalarType dtype, const char* op) {
   check_defined(x, op, "x");
   check_min_dim(x, 1, op, "x");
   check_dtype(x, op, "x", {at::kFloat, at::kBFloat16, at::kHalf});
+  CUDASTEPS_CHECK(dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2, op,
+                  "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
+}
+
+void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                     const char* op) {
+  check_x_and_format(x, dtype, op);
   check_defined(scale, op, "scale");
   CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, op, "scale must be float32, got ",
                   scale.scalar_type());
   CUDASTEPS_CHECK(scale.numel() == 1, op,
                   "scale must have one element (a per-tensor scale), got shape ", scale.sizes());
   check_same_device(scale, x, op, "scale", "x");
-  CUDASTEPS_CHECK(dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2, op,
-                  "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
 }
 
 // x as [rows, cols], cols its last dimension.
@@ -77,7 +90,24 @@ CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::Scalar
   return {out, out_t, abs_max(x)};
 }
 
+// The reference recipe (fp8.h's scale_from_amax, then cast_fp8): what the CUDA kernels match bit for
+// bit.
+DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
+  check_x_and_format(x, dtype, kDynamicOp);
+  const at::Tensor amax = abs_max(x);
+  const at::Tensor scale = scale_from_amax(amax, dtype);
+  auto [out, out_t, amax_again] = cast_fp8_cpu(x, scale, dtype, transpose);
+  (void)amax_again;
+  return {out, out_t, scale.reciprocal(), amax};
+}
+
 #ifdef CUDASTEPS_WITH_CUDA
+SrcType src_type(const at::Tensor& x) {
+  return x.scalar_type() == at::kHalf       ? SrcType::kHalf
+         : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
+                                            : SrcType::kFloat;
+}
+
 // The CUDA kernel in kernel form `form` (kAuto for cast_fp8; a ladder step for ladder_cast_fp8,
 // whose vector forms must fit x).
 CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
@@ -95,9 +125,7 @@ CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::
   if (transpose) out_t = at::empty({cols, rows}, x.options().dtype(dtype));
   at::Tensor amax = at::zeros({}, x.options().dtype(at::kFloat));
   if (x.numel() > 0) {
-    const SrcType src = x.scalar_type() == at::kHalf       ? SrcType::kHalf
-                        : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
-                                                           : SrcType::kFloat;
+    const SrcType src = src_type(x);
     const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
     const at::Tensor s = scale.contiguous();
     launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, s.const_data_ptr<float>(),
@@ -113,6 +141,51 @@ CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::Scala
                          bool transpose) {
   check_cast_args(x, scale, dtype, kOp);
   return cast_fp8_cuda_form(x, scale, dtype, transpose, CastForm::kAuto, kOp);
+}
+
+DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
+  check_x_and_format(x, dtype, kDynamicOp);
+  const c10::cuda::CUDAGuard guard(x.device());
+  const auto [rows, cols] = matrix_shape(x);
+  const at::Tensor xc = x.contiguous();
+  const at::TensorOptions f32 = x.options().dtype(at::kFloat);
+  at::Tensor out = at::empty(x.sizes(), x.options().dtype(dtype));
+  c10::optional<at::Tensor> out_t;
+  if (transpose) out_t = at::empty({cols, rows}, x.options().dtype(dtype));
+  at::Tensor scale_inv = at::empty({}, f32), amax = at::empty({}, f32);
+  const int64_t n = xc.numel();
+  if (n == 0) return {out, out_t, scale_inv.fill_(1.0), amax.zero_()};
+  const at::Tensor scale = at::empty({}, f32);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int sms = sm_count();
+  const int grid = amax_scale_grid(n, sms);
+  // The blocks' partial maxima and the last-block ticket: the reduce family's scratch slot of this
+  // stream (no allocation, no memset), else a workspace whose ticket is zeroed here.
+  unsigned* partials = nullptr;
+  unsigned* ticket = nullptr;
+  ScratchBuffer workspace;
+  if (grid > 1) {
+    const reduce::FullSumScratch slot = reduce::full_sum_scratch();
+    if (grid <= slot.capacity) {
+      partials = static_cast<unsigned*>(slot.partials);
+      ticket = slot.ticket;
+    } else {
+      workspace = scratch_buffer(sizeof(unsigned) * size_t(grid + 1));
+      partials = static_cast<unsigned*>(workspace.ptr);
+      ticket = partials + grid;
+      C10_CUDA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
+    }
+  }
+  const SrcType src = src_type(xc);
+  launch_amax_scale(src, xc.const_data_ptr(), n, float(fp8_max(dtype)), grid, partials, ticket,
+                    scale.data_ptr<float>(), scale_inv.data_ptr<float>(), amax.data_ptr<float>(),
+                    stream);
+  const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
+  launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, scale.const_data_ptr<float>(),
+                  static_cast<uint8_t*>(out.data_ptr()),
+                  transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
+                  /*amax_bits=*/nullptr, sms, stream);
+  return {out, out_t, scale_inv, amax};
 }
 
 // ladder_cast_fp8: one step of the cast's ladder (kernels.cu: tile32, vec16, vec16_prefetch, the
@@ -151,18 +224,35 @@ CastResult cast_fp8_autograd(const at::Tensor& x, const at::Tensor& scale, at::S
   return op.call(x, scale, dtype, transpose);
 }
 
+DynamicResult cast_fp8_dynamic_autograd(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
+  CUDASTEPS_CHECK(!needs_grad(x), kDynamicOp,
+                  "x requires grad, but cast_fp8_dynamic is not differentiable: cast inside the "
+                  "autograd function of the FP8 computation");
+  static const auto op =
+      typed_op<DynamicResult(const at::Tensor&, at::ScalarType, bool)>("cast_fp8_dynamic");
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(x, dtype, transpose);
+}
+
 }  // namespace
 }  // namespace fp8
 
-TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("cast_fp8", &fp8::cast_fp8_cpu); }
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
+  m.impl("cast_fp8", &fp8::cast_fp8_cpu);
+  m.impl("cast_fp8_dynamic", &fp8::cast_fp8_dynamic_cpu);
+}
 
 #ifdef CUDASTEPS_WITH_CUDA
 TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("cast_fp8", &fp8::cast_fp8_cuda);
+  m.impl("cast_fp8_dynamic", &fp8::cast_fp8_dynamic_cuda);
   m.impl("ladder_cast_fp8", &fp8::ladder_cast_fp8_cuda);
 }
 #endif
 
-TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("cast_fp8", &fp8::cast_fp8_autograd); }
+TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
+  m.impl("cast_fp8", &fp8::cast_fp8_autograd);
+  m.impl("cast_fp8_dynamic", &fp8::cast_fp8_dynamic_autograd);
+}
 
 }  // namespace cudasteps

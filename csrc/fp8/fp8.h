@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace cudasteps {
 namespace fp8 {
@@ -27,12 +28,18 @@ inline at::Tensor abs_max(const at::Tensor& t) {
 }
 
 // Dynamic per-tensor scaling: fp8_max(format) / amax(t), so t's largest value maps to the
-// format's; 1 when t is empty or all zero (no division by zero). (A scalar 1, not a tensor of
+// format's; 1 when t is empty or all zero (no division by zero) or holds a NaN. The reference
+// recipe (cast_fp8_dynamic's CPU kernel): its CUDA kernel computes the same on the device, bit for
+// bit. (A scalar 1, not a tensor of
 // ones: one small kernel less per scale, six per FP8 FFN step.)
-inline at::Tensor dynamic_scale(const at::Tensor& t, at::ScalarType format) {
-  const at::Tensor amax = abs_max(t);
-  return at::where(amax > 0, fp8_max(format) / amax, at::Scalar(1.0));
+inline at::Tensor scale_from_amax(const at::Tensor& amax, at::ScalarType format) {
+  // A true division (ATen's `Scalar / Tensor` multiplies by the reciprocal: two roundings).
+  const at::Tensor largest = at::scalar_tensor(fp8_max(format), amax.options());
+  return at::where(amax > 0, largest.div(amax), at::Scalar(1.0));
 }
+
+// cast_fp8_dynamic's result: (out, out_t, scale_inv, amax).
+using DynamicCast = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor, at::Tensor>;
 
 }  // namespace fp8
 }  // namespace cudasteps

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/block_reduce.cuh"
 #include "common/launch.cuh"
 #include "common/warp_reduce.cuh"
 #include "fp8/launch.h"
@@ -41,6 +42,10 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 
 struct MaxBits {
   __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return max(a, b); }
+  template <typename U>
+  __device__ __forceinline__ static U identity() {
+    return 0;  // the bits of +0: below every |x|
+  }
 };
 
 template <typename T, Fp8Kind K>
@@ -84,6 +89,7 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
       __syncthreads();  // the tile is rewritten by the next iteration
     }
   }
+  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
   my_max = warp_allreduce<unsigned, MaxBits>(my_max);
   if (threadIdx.x == 0) warp_max[threadIdx.y] = my_max;
   __syncthreads();
@@ -197,6 +203,7 @@ __global__ void __launch_bounds__(kVecThreads)
       __syncthreads();  // the tile is rewritten by the next iteration
     }
   }
+  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
   my_max = warp_allreduce<unsigned, MaxBits>(my_max);
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = my_max;
   __syncthreads();
@@ -207,6 +214,81 @@ __global__ void __launch_bounds__(kVecThreads)
   }
 }
 
+
+// ---- the dynamic scale: amax, then scale = fp8 max / amax, in one launch ----
+
+constexpr int kAmaxThreads = 512;
+constexpr int kAmaxUnroll = 4;  // 16-byte loads in flight per thread
+
+template <typename T>
+__device__ __forceinline__ unsigned abs_bits(T v) {
+  return __float_as_uint(fabsf(to_float(v)));
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned max_abs_bits(uint4 word, unsigned m) {
+  const T* e = reinterpret_cast<const T*>(&word);
+#pragma unroll
+  for (int i = 0; i < 16 / int(sizeof(T)); ++i) m = max(m, abs_bits(e[i]));
+  return m;
+}
+
+// A grid-stride pass of one wave over x's n elements (16-byte loads, kAmaxUnroll in flight, where
+// x is 16-byte aligned), each block's largest |x| (as bits) into partials; the last block to take
+// a ticket folds the partials and writes amax, scale = fmax / amax (1 where amax is 0 or NaN, as
+// fp8.h's scale_from_amax) and scale_inv = 1 / scale, then resets the ticket for the next launch.
+// One launch instead of torch's norm, compare, divide and where (and the reciprocal after): the
+// scale never leaves the device.
+template <typename T>
+__global__ void __launch_bounds__(kAmaxThreads)
+    amax_scale_kernel(const T* __restrict__ x, int64_t n, float fmax, unsigned* __restrict__ partials,
+                      unsigned* __restrict__ ticket, float* __restrict__ scale,
+                      float* __restrict__ scale_inv, float* __restrict__ amax) {
+  __shared__ unsigned scratch[kAmaxThreads / 32];
+  __shared__ bool is_last;
+  constexpr int kPer = 16 / int(sizeof(T));
+  const int64_t stride = int64_t(gridDim.x) * kAmaxThreads;
+  int64_t i = int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x;
+  unsigned m = 0;
+  int64_t scalar_from = 0;  // elements before this are covered by the 16-byte loads
+  if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const uint4* v = reinterpret_cast<const uint4*>(x);
+    const int64_t n_vec = n / kPer;
+    for (; i + (kAmaxUnroll - 1) * stride < n_vec; i += kAmaxUnroll * stride) {
+      uint4 w[kAmaxUnroll];
+#pragma unroll
+      for (int u = 0; u < kAmaxUnroll; ++u) w[u] = __ldg(v + i + u * stride);
+#pragma unroll
+      for (int u = 0; u < kAmaxUnroll; ++u) m = max_abs_bits<T>(w[u], m);
+    }
+    for (; i < n_vec; i += stride) m = max_abs_bits<T>(__ldg(v + i), m);
+    scalar_from = n_vec * kPer;
+  }
+  for (int64_t j = scalar_from + int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x; j < n; j += stride)
+    m = max(m, abs_bits(x[j]));
+  m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
+  if (gridDim.x > 1) {
+    if (threadIdx.x == 0) {
+      partials[blockIdx.x] = m;
+      __threadfence();  // the partial is visible device-wide before the ticket is taken
+      is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    m = 0;
+    for (int b = threadIdx.x; b < int(gridDim.x); b += kAmaxThreads) m = max(m, __ldcg(partials + b));
+    m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
+  }
+  if (threadIdx.x == 0) {
+    const float a = __uint_as_float(m);
+    const float s = a > 0.0f ? fmax / a : 1.0f;  // NaN > 0 is false: scale 1, as scale_from_amax
+    *amax = a;
+    *scale = s;
+    *scale_inv = 1.0f / s;
+    if (gridDim.x > 1) *ticket = 0u;  // ready for the next launch on this stream
+  }
+}
 
 }  // namespace
 
@@ -223,7 +305,7 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, cons
                   uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
                   cudaStream_t stream) {
   if (form == CastForm::kAuto) {
-    form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kVec16Prefetch : CastForm::kTile32;
+    form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kVec16 : CastForm::kTile32;
   }
   if (form == CastForm::kVec16 || form == CastForm::kVec16Prefetch) {
     const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * ((cols + kVecTile - 1) / kVecTile);
@@ -275,6 +357,33 @@ void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int
     launch_kind<Fp8Kind::kE5M2>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
                                 stream);
   }
+}
+
+int amax_scale_grid(int64_t n, int sm_count) {
+  // One wave of 512-thread blocks at most (4 per SM on 2048-thread SMs), fewer for small x: a
+  // block per 4 loads of 16 bytes per thread.
+  const int64_t per_block = int64_t(kAmaxThreads) * kAmaxUnroll * 4;
+  return int(std::max<int64_t>(1, std::min<int64_t>((n + per_block - 1) / per_block,
+                                                    int64_t(sm_count) * 4)));
+}
+
+void launch_amax_scale(SrcType src, const void* x, int64_t n, float fmax, int grid,
+                       unsigned* partials, unsigned* ticket, float* scale, float* scale_inv,
+                       float* amax, cudaStream_t stream) {
+  switch (src) {
+    case SrcType::kHalf:
+      amax_scale_kernel<__half><<<grid, kAmaxThreads, 0, stream>>>(
+          static_cast<const __half*>(x), n, fmax, partials, ticket, scale, scale_inv, amax);
+      break;
+    case SrcType::kBFloat16:
+      amax_scale_kernel<__nv_bfloat16><<<grid, kAmaxThreads, 0, stream>>>(
+          static_cast<const __nv_bfloat16*>(x), n, fmax, partials, ticket, scale, scale_inv, amax);
+      break;
+    default:
+      amax_scale_kernel<float><<<grid, kAmaxThreads, 0, stream>>>(
+          static_cast<const float*>(x), n, fmax, partials, ticket, scale, scale_inv, amax);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace fp8

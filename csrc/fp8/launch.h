@@ -17,7 +17,7 @@ enum class Fp8Kind { kE4M3, kE5M2 };
 enum class SrcType { kFloat, kHalf, kBFloat16 };
 
 // Which kernel form casts (kernels.cu): the steps of the cast's ladder, naive first; kAuto is what
-// cast_fp8 runs (kVec16Prefetch where it fits, else kTile32).
+// cast_fp8 runs (kVec16 where it fits, else kTile32: kVec16Prefetch measured no faster).
 enum class CastForm { kTile32, kVec16, kVec16Prefetch, kAuto };
 
 // Whether the 16-byte forms (kVec16, kVec16Prefetch) can cast this x: rows and cols multiples of
@@ -26,7 +26,8 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 
 // x: a contiguous [rows, cols] matrix of `src`; scale: one float32 on the device. Writes
 // out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
-// value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and raises *amax_bits (the
+// value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and (unless amax_bits is
+// null) raises *amax_bits (the
 // bits of a float32 set to +0 by the caller) to the bits of the largest |x| (a NaN anywhere wins):
 // unsigned bits of non-negative floats order as the floats do, so atomicMax on them is exact and
 // the result the same whatever the order. One pass over x, in the kernel form `form` (kAuto: 64 x
@@ -35,6 +36,16 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
+
+// cast_fp8_dynamic's first launch: amax = max |x| over x's n elements (x contiguous), scale =
+// fmax / amax (1 where amax is 0 or NaN) and scale_inv = 1 / scale, each a float on the device.
+// `grid` blocks (amax_scale_grid); with more than one, `partials` holds grid unsigneds and
+// `ticket` is an unsigned that is 0 on entry and left 0 (reduce's full-sum scratch slot, or a
+// zeroed workspace). n > 0.
+int amax_scale_grid(int64_t n, int sm_count);
+void launch_amax_scale(SrcType src, const void* x, int64_t n, float fmax, int grid,
+                       unsigned* partials, unsigned* ticket, float* scale, float* scale_inv,
+                       float* amax, cudaStream_t stream);
 
 }  // namespace fp8
 }  // namespace cudasteps

@@ -6,7 +6,7 @@
 #include <torch/library.h>
 
 #include "common/autograd.h"
-#include "fp8/fp8.h"    // linear_fp8's dynamic scale
+#include "fp8/fp8.h"    // linear_fp8's dynamic cast
 #include "gemm/gemm.h"  // linear_act_is_linear
 
 namespace cudasteps {
@@ -289,13 +289,11 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
     const c10::SymInt K = w8_t.sym_size(0), N = w8_t.sym_size(1);
     const at::Tensor g = grad.reshape_symint({-1, N});
     // The gradient in e5m2 (the wider range gradients need), with its own dynamic scale.
-    static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
-        const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
-    // (The same recipe as the forward's, fp8/fp8.h: an empty gradient gets scale 1.)
-    const at::Tensor scale_g = fp8::dynamic_scale(g, at::kFloat8_e5m2);
-    auto [g8, g8_t, amax_g] = cast.call(g, scale_g, at::kFloat8_e5m2, true);
+    // (The same recipe as the forward's, cast_fp8_dynamic: an empty gradient gets scale 1.)
+    static const auto cast = typed_op<fp8::DynamicCast(const at::Tensor&, at::ScalarType, bool)>(
+        "cast_fp8_dynamic");
+    auto [g8, g8_t, inv_g, amax_g] = cast.call(g, at::kFloat8_e5m2, true);
     (void)amax_g;
-    const at::Tensor inv_g = scale_g.reciprocal();  // once for both products
     at::Tensor grad_input, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) {
       std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());

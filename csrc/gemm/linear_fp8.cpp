@@ -2,8 +2,9 @@
 // taken from their current amax (dynamic tensorwise scaling, torchao's default float8 recipe):
 //
 //   scale_x = 448 / amax(input)          scale_w = 448 / amax(weight)   (on the device, no sync)
-//   x8, x8_t = cast_fp8(input, scale_x)  w8, w8_t = cast_fp8(weight, scale_w)  (the FP8
-//              transposes x8_t, w8_t for linear_fp8_aux alone: without autograd none is written)
+//   x8, x8_t = fp8(input * scale_x)      w8, w8_t = fp8(weight * scale_w)   (cast_fp8_dynamic,
+//              two launches each; the FP8 transposes x8_t, w8_t for linear_fp8_aux alone: without
+//              autograd none is written)
 //   out      = scaled_mm(x8, w8^T, 1 / scale_x, 1 / scale_w) + bias, in out_dtype (default:
 //              input's; autocast passes its dtype and leaves input as it is, so a float32 input
 //              is quantized once, not rounded to bf16 first and copied)
@@ -69,26 +70,23 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
                           const char* op) {
   check_linear_fp8_args(input, weight, bias, out_dtype, op);
   const at::ScalarType out_type = out_dtype.value_or(input.scalar_type());
-  static const auto cast = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
-      const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
+  static const auto cast = typed_op<fp8::DynamicCast(const at::Tensor&, at::ScalarType, bool)>(
+      "cast_fp8_dynamic");
   static const auto scaled_mm =
       typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                           const at::Tensor&, const c10::optional<at::Tensor>&,
                           c10::optional<at::ScalarType>)>("scaled_mm");
   const int64_t K = input.size(-1), N = weight.size(0);
   const at::Tensor x = input.reshape({-1, K});
-  const at::Tensor scale_x = fp8::dynamic_scale(x, at::kFloat8_e4m3fn);
-  const at::Tensor scale_w = fp8::dynamic_scale(weight, at::kFloat8_e4m3fn);
-  auto [x8, x8_t, amax_x] = cast.call(x, scale_x, at::kFloat8_e4m3fn, transposes);
-  auto [w8, w8_t, amax_w] = cast.call(weight, scale_w, at::kFloat8_e4m3fn, transposes);
+  // Each operand with its dequantization scale 1 / scale (scaled_mm's, and the backward's).
+  auto [x8, x8_t, inv_x, amax_x] = cast.call(x, at::kFloat8_e4m3fn, transposes);
+  auto [w8, w8_t, inv_w, amax_w] = cast.call(weight, at::kFloat8_e4m3fn, transposes);
   // The bias in the output's dtype, as F.linear under autocast casts it: scaled_mm's FP8 kernel
   // adds a bias of the output's type in its epilogue, where a float32 bias under a bf16 output
   // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
   // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
   c10::optional<at::Tensor> b;
   if (bias.has_value() && bias->defined()) b = bias->to(out_type);
-  // The dequantization scales, for this product and (through linear_fp8_aux) the backward's.
-  const at::Tensor inv_x = scale_x.reciprocal(), inv_w = scale_w.reciprocal();
   at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, out_type);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;

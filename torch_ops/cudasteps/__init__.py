@@ -13,7 +13,7 @@ load_extension()
 from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
 from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
-from .fp8 import cast_fp8  # noqa: E402
+from .fp8 import cast_fp8, cast_fp8_dynamic  # noqa: E402
 from .gemm import addmm, linear, linear_act, linear_fp8, mm, scaled_mm  # noqa: E402
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
@@ -24,6 +24,7 @@ __all__ = [
     "bias_act",
     "bias_act_backward",
     "cast_fp8",
+    "cast_fp8_dynamic",
     "copy",
     "copy_",
     "cuda_available",

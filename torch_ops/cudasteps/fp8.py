@@ -1,6 +1,7 @@
 """fp8 family: ``cast_fp8``, a tensor cast to FP8 with a scale, its FP8 transpose and its amax in
 one pass (csrc/fp8): the casts an FP8 GEMM's operands need (``cudasteps.scaled_mm``), and the
-amax the next scale is computed from.
+amax the next scale is computed from; ``cast_fp8_dynamic``, the same with the scale taken from
+this tensor's own amax (dynamic scaling, what ``linear_fp8`` runs).
 """
 
 from typing import Optional, Tuple
@@ -14,11 +15,11 @@ _FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 # The largest finite value of each format: casts saturate to it.
 FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 
-# The optimization ladder of the cast (csrc/fp8/kernels.cu), naive first; the last entry is what
-# cast_fp8() runs where x's rows and columns are multiples of 16 and x is 16-byte aligned (else
-# tile32). tile32: 32 x 32 tiles, one element per thread and access (byte stores); vec16: 64 x 64
-# tiles, 16 elements per thread, 16-byte loads and stores of both outputs; vec16_prefetch: the next
-# tile's loads issued before this one is cast and transposed.
+# The optimization ladder of the cast (csrc/fp8/kernels.cu), naive first; cast_fp8() runs vec16
+# where x's rows and columns are multiples of 16 and x is 16-byte aligned (else tile32):
+# vec16_prefetch measured no faster on an H100. tile32: 32 x 32 tiles, one element per thread and
+# access (byte stores); vec16: 64 x 64 tiles, 16 elements per thread, 16-byte loads and stores of
+# both outputs; vec16_prefetch: the next tile's loads issued before this one is cast and transposed.
 LADDER = ("tile32", "vec16", "vec16_prefetch")
 
 
@@ -37,6 +38,20 @@ def cast_fp8(
     return _ops.cast_fp8(x, scale, dtype, transpose)
 
 
+def cast_fp8_dynamic(
+    x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn, transpose: bool = False
+) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """``(out, out_t, scale_inv, amax)``: ``x`` cast with its own dynamic per-tensor scale
+    ``scale = FP8_MAX[dtype] / amax`` (``amax = max |x|``; the scale is 1 where ``amax`` is 0 or
+    NaN), as torchao's tensorwise float8 recipe scales. ``out`` and ``out_t`` are
+    ``cast_fp8(x, scale, dtype, transpose)``'s; ``scale_inv = 1 / scale`` is the dequantization
+    scale ``scaled_mm`` takes (``out.float() * scale_inv`` approximates ``x``). Everything stays on
+    the device (no host sync): on CUDA two launches (an amax pass whose last block writes the
+    scales, then the cast), where the recipe in torch ops takes seven. Not differentiable.
+    """
+    return _ops.cast_fp8_dynamic(x, dtype, transpose)
+
+
 def run_ladder(
     variant: str,
     x: torch.Tensor,
@@ -50,7 +65,7 @@ def run_ladder(
     return _ops.ladder_cast_fp8(x, scale, dtype, transpose, variant)
 
 
-def _check_cast_args(x, scale, dtype, op):
+def _check_x_and_format(x, dtype, op):
     _checks.check(
         x.dim() >= 1, op, f"x must have at least 1 dimensions, got {x.dim()}-D with shape {list(x.shape)}"
     )
@@ -60,6 +75,15 @@ def _check_cast_args(x, scale, dtype, op):
         f"x must be Float or BFloat16 or Half, got {_checks.dtype_name(x.dtype)}",
     )
     _checks.check(
+        dtype in _FP8_DTYPES,
+        op,
+        f"dtype must be Float8_e4m3fn or Float8_e5m2, got {_checks.dtype_name(dtype)}",
+    )
+
+
+def _check_cast_args(x, scale, dtype, op):
+    _check_x_and_format(x, dtype, op)
+    _checks.check(
         scale.dtype == torch.float32, op, f"scale must be float32, got {_checks.dtype_name(scale.dtype)}"
     )
     _checks.check(
@@ -68,11 +92,6 @@ def _check_cast_args(x, scale, dtype, op):
         f"scale must have one element (a per-tensor scale), got shape {list(scale.shape)}",
     )
     _checks.same_device(scale, x, op, "scale", "x")
-    _checks.check(
-        dtype in _FP8_DTYPES,
-        op,
-        f"dtype must be Float8_e4m3fn or Float8_e5m2, got {_checks.dtype_name(dtype)}",
-    )
 
 
 def _cast_outputs(x, dtype, transpose):
@@ -87,6 +106,13 @@ def _cast_outputs(x, dtype, transpose):
 def _cast_fp8_fake(x, scale, dtype, transpose=False):
     _check_cast_args(x, scale, dtype, "cast_fp8")
     return _cast_outputs(x, dtype, transpose)
+
+
+@torch.library.register_fake("cudasteps::cast_fp8_dynamic")
+def _cast_fp8_dynamic_fake(x, dtype, transpose=False):
+    _check_x_and_format(x, dtype, "cast_fp8_dynamic")
+    out, out_t, amax = _cast_outputs(x, dtype, transpose)
+    return out, out_t, x.new_empty((), dtype=torch.float32), amax
 
 
 @torch.library.register_fake("cudasteps::ladder_cast_fp8")
