@@ -69,6 +69,13 @@ def smoke_transpose(dev):
             check(f"ladder cast_fp8 {v} {shape}", out.float(), want)
             check(f"ladder cast_fp8 {v} {shape} transpose", out_t.float(), want.t())
             check(f"ladder cast_fp8 {v} {shape} amax", amax, x.float().abs().amax())
+    # The dynamic cast: the amax pass (many blocks, a ticket; a misaligned view's element-wise path)
+    # and the cast from its scale.
+    misaligned = torch.randn(4097, device=dev).bfloat16()[1:].view(64, 64)
+    for x in (torch.randn(1000, 3000, device=dev), misaligned):
+        out, out_t, scale_inv, amax = cudasteps.cast_fp8_dynamic(x, torch.float8_e4m3fn, True)
+        check(f"cast_fp8_dynamic {tuple(x.shape)} amax", amax, x.float().abs().amax())
+        check(f"cast_fp8_dynamic {tuple(x.shape)} transpose", out_t.float(), out.float().t())
 
 
 def smoke_reduce(dev):

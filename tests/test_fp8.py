@@ -174,7 +174,7 @@ def test_ladder_steps_match_reference(variant, src):
 
 
 def test_ladder_lists_the_forms():
-    assert cudasteps.ladder.variants("fp8") == ("tile32", "vec16", "vec16_prefetch")
+    assert cudasteps.ladder.variants("fp8") == ("tile32", "vec16", "vec16_prefetch", "tile128")
 
 
 @pytest.mark.parametrize("device", [d for d in ("cuda", "meta") if d == "meta" or HAS_CUDA])
@@ -182,7 +182,7 @@ def test_ladder_errors(device):
     x = torch.randn(32, 48, device=device)
     one = torch.ones((), device=device)
     op = "cudasteps.ladder_cast_fp8"
-    steps = "tile32, vec16, vec16_prefetch"
+    steps = "tile32, vec16, vec16_prefetch, tile128"
     with pytest.raises(RuntimeError, match=rf"{op}: variant must be one of {steps}, got 'fast'"):
         torch.ops.cudasteps.ladder_cast_fp8(x, one, torch.float8_e4m3fn, True, "fast")
     with pytest.raises(RuntimeError, match=rf"{op}: scale must be float32, got Half"):

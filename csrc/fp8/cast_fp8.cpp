@@ -116,7 +116,7 @@ CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::
   const auto [rows, cols] = matrix_shape(x);
   // The kernel reads a contiguous x (a copy for other strides).
   const at::Tensor xc = x.contiguous();
-  const bool vector = form == CastForm::kVec16 || form == CastForm::kVec16Prefetch;
+  const bool vector = form != CastForm::kTile32 && form != CastForm::kAuto;
   CUDASTEPS_CHECK(!vector || cast_fp8_vector_form_fits(xc.const_data_ptr(), rows, cols), op,
                   "the 16-byte forms need x's rows and columns (as [", rows, ", ", cols,
                   "]) to be multiples of 16 and x 16-byte aligned");
@@ -201,8 +201,10 @@ CastResult ladder_cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at
     form = CastForm::kVec16;
   } else if (variant == "vec16_prefetch") {
     form = CastForm::kVec16Prefetch;
+  } else if (variant == "tile128") {
+    form = CastForm::kTile128;
   } else {
-    CUDASTEPS_CHECK(false, op, "variant must be one of tile32, vec16, vec16_prefetch, got '",
+    CUDASTEPS_CHECK(false, op, "variant must be one of tile32, vec16, vec16_prefetch, tile128, got '",
                     std::string(variant), "'");
   }
   return cast_fp8_cuda_form(x, scale, dtype, transpose, form, op);

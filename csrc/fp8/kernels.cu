@@ -215,6 +215,122 @@ __global__ void __launch_bounds__(kVecThreads)
 }
 
 
+// ---- the wide form: 128 x 128 tiles, transposed through 4 x 4 byte blocks ----
+
+constexpr int kWideTile = 128;                             // 128 x 128 elements, 16 KiB of FP8
+constexpr int kWideThreads = 256;
+constexpr int kWideRowsPerPass = kWideThreads / (kWideTile / kVec);  // 32: 8 threads per row
+constexpr int kWidePasses = kWideTile / kWideRowsPerPass;            // 4 segments per thread
+
+// The shared tile is 128 rows of 128 bytes (no padding: every row starts at bank 0). A row's
+// 16-byte segment `seg` sits at segment seg ^ 4 in rows of odd 16-row chunks, so the transposed
+// reads of a warp, which take the same column words from an even and an odd chunk, fall in the two
+// halves of the banks (no conflict), and a quarter-warp's 16-byte stores still fill one row.
+__device__ __forceinline__ int wide_segment(int row, int seg) { return seg ^ (((row >> 4) & 1) << 2); }
+
+// Columns k = 0..3 of a 4 x 4 byte block (rows a, b, c, d: 4 bytes each, byte k = column k) as
+// four words, column k's word holding a_k, b_k, c_k, d_k: eight byte permutes.
+__device__ __forceinline__ void transpose4x4(uint32_t a, uint32_t b, uint32_t c, uint32_t d,
+                                             uint32_t col[4]) {
+  const uint32_t ab_lo = __byte_perm(a, b, 0x5140), cd_lo = __byte_perm(c, d, 0x5140);
+  const uint32_t ab_hi = __byte_perm(a, b, 0x7362), cd_hi = __byte_perm(c, d, 0x7362);
+  col[0] = __byte_perm(ab_lo, cd_lo, 0x5410);
+  col[1] = __byte_perm(ab_lo, cd_lo, 0x7632);
+  col[2] = __byte_perm(ab_hi, cd_hi, 0x5410);
+  col[3] = __byte_perm(ab_hi, cd_hi, 0x7632);
+}
+
+// The wide form. Phase 1: each thread loads 4 segments of 16 elements (rows lr, lr + 32, lr + 64,
+// lr + 96 of the tile, one column segment), all loads issued before any is cast: 64 (16-bit x) or
+// 128 (float32 x) bytes in flight per thread. Phase 2: each thread reads a 16-row x 4-column block
+// of the shared tile as 16 words (no byte loads), transposes it with byte permutes and stores four
+// 16-byte column pieces; a warp's store covers whole 32-byte sectors of 16 rows of out_t.
+template <typename T, Fp8Kind K>
+__global__ void __launch_bounds__(kWideThreads)
+    cast_fp8_wide_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
+                         const float* __restrict__ scale, uint8_t* __restrict__ out,
+                         uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
+  constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+  constexpr int kPerWord = 16 / int(sizeof(T));
+  __shared__ __align__(16) uint8_t tile[kWideTile][kWideTile];
+  __shared__ unsigned warp_max[kWideThreads / 32];
+  const float s = *scale;
+  const int64_t tiles_c = (cols + kWideTile - 1) / kWideTile;
+  const int64_t tiles = ((rows + kWideTile - 1) / kWideTile) * tiles_c;
+  const int lr = threadIdx.x / (kWideTile / kVec), seg = threadIdx.x % (kWideTile / kVec);
+  // Phase 2: warp w takes column words 16 (w % 2) .. + 15 of 16-row chunks 2 (w / 2) and
+  // 2 (w / 2) + 1, one per half-warp.
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col_word = 16 * (warp % 2) + lane % 16, chunk = 2 * (warp / 2) + lane / 16;
+  unsigned my_max = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t r0 = (t / tiles_c) * kWideTile, c0 = (t % tiles_c) * kWideTile;
+    const int64_t c = c0 + kVec * seg;
+    RawSegment<T> raw[kWidePasses];
+#pragma unroll
+    for (int p = 0; p < kWidePasses; ++p) {
+      const int64_t r = r0 + lr + kWideRowsPerPass * p;
+      if (r < rows && c < cols) load_segment(x + r * cols + c, raw[p]);
+    }
+#pragma unroll
+    for (int p = 0; p < kWidePasses; ++p) {
+      const int row = lr + kWideRowsPerPass * p;
+      const int64_t r = r0 + row;
+      uint4 q = make_uint4(0, 0, 0, 0);
+      if (r < rows && c < cols) {
+        uint16_t* pairs = reinterpret_cast<uint16_t*>(&q);
+#pragma unroll
+        for (int l = 0; l < kVecWords<T>; ++l) {
+          const T* e = reinterpret_cast<const T*>(&raw[p].w[l]);
+#pragma unroll
+          for (int i = 0; i < kPerWord; i += 2) {
+            const float v0 = to_float(e[i]), v1 = to_float(e[i + 1]);
+            my_max = max(my_max, max(__float_as_uint(fabsf(v0)), __float_as_uint(fabsf(v1))));
+            pairs[(l * kPerWord + i) / 2] =
+                __nv_cvt_float2_to_fp8x2(make_float2(v0 * s, v1 * s), __NV_SATFINITE, kFormat);
+          }
+        }
+        *reinterpret_cast<uint4*>(out + r * cols + c) = q;
+      }
+      *reinterpret_cast<uint4*>(&tile[row][kVec * wide_segment(row, seg)]) = q;
+    }
+    if (out_t != nullptr) {
+      __syncthreads();
+      const int64_t rr = r0 + kVec * chunk, cc = c0 + 4 * col_word;
+      if (rr < rows && cc < cols) {
+        const int phys_seg = wide_segment(kVec * chunk, col_word / 4);  // the same for the chunk
+        const int byte = kVec * phys_seg + 4 * (col_word % 4);
+        uint32_t w[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) w[i] = *reinterpret_cast<const uint32_t*>(&tile[kVec * chunk + i][byte]);
+        uint32_t col[4][4];  // col[k][j]: column k, rows 4 j .. 4 j + 3
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t block[4];
+          transpose4x4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3], block);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) col[k][j] = block[k];
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          *reinterpret_cast<uint4*>(out_t + (cc + k) * rows + rr) =
+              make_uint4(col[k][0], col[k][1], col[k][2], col[k][3]);
+        }
+      }
+      __syncthreads();  // the tile is rewritten by the next iteration
+    }
+  }
+  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
+  my_max = warp_allreduce<unsigned, MaxBits>(my_max);
+  if (lane == 0) warp_max[warp] = my_max;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned m = 0;
+    for (int w = 0; w < kWideThreads / 32; ++w) m = max(m, warp_max[w]);
+    atomicMax(amax_bits, m);
+  }
+}
+
 // ---- the dynamic scale: amax, then scale = fp8 max / amax, in one launch ----
 
 constexpr int kAmaxThreads = 512;
@@ -306,6 +422,16 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, cons
                   cudaStream_t stream) {
   if (form == CastForm::kAuto) {
     form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kVec16 : CastForm::kTile32;
+  }
+  if (form == CastForm::kTile128) {
+    const int64_t tiles =
+        ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
+    auto kernel = cast_fp8_wide_kernel<T, K>;
+    const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
+    kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale,
+                                                       out, out_t, amax_bits);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
   }
   if (form == CastForm::kVec16 || form == CastForm::kVec16Prefetch) {
     const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * ((cols + kVecTile - 1) / kVecTile);

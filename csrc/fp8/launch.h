@@ -18,9 +18,9 @@ enum class SrcType { kFloat, kHalf, kBFloat16 };
 
 // Which kernel form casts (kernels.cu): the steps of the cast's ladder, naive first; kAuto is what
 // cast_fp8 runs (kVec16 where it fits, else kTile32: kVec16Prefetch measured no faster).
-enum class CastForm { kTile32, kVec16, kVec16Prefetch, kAuto };
+enum class CastForm { kTile32, kVec16, kVec16Prefetch, kTile128, kAuto };
 
-// Whether the 16-byte forms (kVec16, kVec16Prefetch) can cast this x: rows and cols multiples of
+// Whether the 16-byte forms (kVec16, kVec16Prefetch, kTile128) can cast this x: rows and cols multiples of
 // 16, x 16-byte aligned.
 bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 

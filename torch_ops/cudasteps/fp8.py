@@ -20,7 +20,7 @@ FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 # vec16_prefetch measured no faster on an H100. tile32: 32 x 32 tiles, one element per thread and
 # access (byte stores); vec16: 64 x 64 tiles, 16 elements per thread, 16-byte loads and stores of
 # both outputs; vec16_prefetch: the next tile's loads issued before this one is cast and transposed.
-LADDER = ("tile32", "vec16", "vec16_prefetch")
+LADDER = ("tile32", "vec16", "vec16_prefetch", "tile128")
 
 
 def cast_fp8(
