@@ -17,7 +17,7 @@ enum class Fp8Kind { kE4M3, kE5M2 };
 enum class SrcType { kFloat, kHalf, kBFloat16 };
 
 // Which kernel form casts (kernels.cu): the steps of the cast's ladder, naive first; kAuto is what
-// cast_fp8 runs (kVec16 where it fits, else kTile32: kVec16Prefetch measured no faster).
+// cast_fp8 runs (kTile128 where the 16-byte forms fit, else kTile32).
 enum class CastForm { kTile32, kVec16, kVec16Prefetch, kTile128, kAuto };
 
 // Whether the 16-byte forms (kVec16, kVec16Prefetch, kTile128) can cast this x: rows and cols multiples of
