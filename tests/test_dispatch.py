@@ -20,7 +20,7 @@ PUBLIC_OPS = [
     "sum",
     "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm", "linear_fp8",
     "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
-    "cast_fp8",
+    "cast_fp8", "cast_fp8_dynamic",
 ]  # fmt: skip
 # Backward helpers: called by autograd, not differentiated themselves.
 NO_AUTOGRAD = {"bias_act_backward", "sum_leading"}

@@ -21,8 +21,8 @@
 //
 // This unit: the checks, the CPU kernels (torch's own ops on fp32, the reference), the CUDA host
 // side (the kernels are kernels.cu), the ladder op (ladder_cast_fp8: one kernel form by name,
-// CUDA) and the autograd kernel (not differentiable: the casts of a training step are taken inside
-// its own autograd function).
+// CUDA) and the autograd kernels (not differentiable: the casts of a training step are taken
+// inside its own autograd function).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -90,8 +90,8 @@ CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::Scalar
   return {out, out_t, abs_max(x)};
 }
 
-// The reference recipe (fp8.h's scale_from_amax, then cast_fp8): what the CUDA kernels match bit for
-// bit.
+// The reference recipe (fp8.h's scale_from_amax, then cast_fp8): what the CUDA kernels match bit
+// for bit.
 DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
   check_x_and_format(x, dtype, kDynamicOp);
   const at::Tensor amax = abs_max(x);
@@ -188,8 +188,8 @@ DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, b
   return {out, out_t, scale_inv, amax};
 }
 
-// ladder_cast_fp8: one step of the cast's ladder (kernels.cu: tile32, vec16, vec16_prefetch, the
-// last what cast_fp8 runs where it fits).
+// ladder_cast_fp8: one step of the cast's ladder (kernels.cu: tile32, vec16, vec16_prefetch,
+// tile128, the last what cast_fp8 runs where it fits).
 CastResult ladder_cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
                                 bool transpose, c10::string_view variant) {
   constexpr const char* op = "ladder_cast_fp8";
@@ -204,7 +204,8 @@ CastResult ladder_cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at
   } else if (variant == "tile128") {
     form = CastForm::kTile128;
   } else {
-    CUDASTEPS_CHECK(false, op, "variant must be one of tile32, vec16, vec16_prefetch, tile128, got '",
+    CUDASTEPS_CHECK(false, op,
+                    "variant must be one of tile32, vec16, vec16_prefetch, tile128, got '",
                     std::string(variant), "'");
   }
   return cast_fp8_cuda_form(x, scale, dtype, transpose, form, op);

@@ -1,8 +1,9 @@
 // cast_fp8's CUDA kernels (launch.h): one pass over x in tiles, each cast to FP8 with the scale,
 // stored in place and, through a shared-memory tile, transposed (the transpose family's tile),
 // while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree) and
-// folded into the output amax with one atomicMax per block. The forms, which are also the steps of
-// the cast's ladder (ladder_cast_fp8, CastForm):
+// folded into the output amax with one atomicMax per block (none for cast_fp8_dynamic, whose
+// amax_scale_kernel, further down, takes the amax first). The forms, which are also the steps
+// of the cast's ladder (ladder_cast_fp8, CastForm):
 //   tile32          cast_fp8_kernel: 32 x 32 tiles, one element per thread per access: 2- or 4-byte
 //                   loads and byte stores. Any shape; what runs when the vector forms cannot.
 //   vec16           cast_fp8_vec_kernel: 64 x 64 tiles, 16 elements per thread: 16-byte loads, and
@@ -17,13 +18,14 @@
 //                   loads run under the previous tile's stores and barriers (16-48 more registers
 //                   per thread: the next tile's raw 16-byte words). Measured no faster than vec16
 //                   (H100, 8192 x 8192 bf16: 0.1545 against 0.1502 ms).
-//   tile128         cast_fp8_wide_kernel (what cast_fp8 runs where the 16-byte forms fit): 128 x 128
-//                   tiles, each thread's four 16-element segments loaded before any is cast (64 or
-//                   128 bytes in flight per thread); the transpose read from the shared tile as
-//                   words (not bytes), turned by byte permutes in 4 x 4 blocks, and stored so
-//                   that a warp fills whole 32-byte sectors of out_t (vec16's warps wrote half
-//                   sectors: 16 bytes in each of 32 rows). H200, 8192 x 8192 bf16: 0.080 ms
-//                   against vec16's 0.107.
+//   tile128         cast_fp8_wide_kernel (what cast_fp8 runs where the 16-byte forms fit):
+//                   128 x 128 tiles, each thread's four 16-element segments loaded before any is
+//                   cast (64 or 128 bytes in flight per thread); the transpose read from the
+//                   shared tile as words (not bytes), turned by byte permutes in 4 x 4 blocks, and
+//                   stored so that a warp fills whole 32-byte sectors of out_t (vec16's warps
+//                   wrote half sectors: 16 bytes in each of 32 rows). 8192 x 8192 bf16: 0.080
+//                   against vec16's 0.107 ms (H200); 0.106 against 0.144 ms, 85% of the copy
+//                   bandwidth (H100, the benchmark report).
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -234,7 +236,9 @@ constexpr int kWidePasses = kWideTile / kWideRowsPerPass;            // 4 segmen
 // 16-byte segment `seg` sits at segment seg ^ 4 in rows of odd 16-row chunks, so the transposed
 // reads of a warp, which take the same column words from an even and an odd chunk, fall in the two
 // halves of the banks (no conflict), and a quarter-warp's 16-byte stores still fill one row.
-__device__ __forceinline__ int wide_segment(int row, int seg) { return seg ^ (((row >> 4) & 1) << 2); }
+__device__ __forceinline__ int wide_segment(int row, int seg) {
+  return seg ^ (((row >> 4) & 1) << 2);
+}
 
 // Columns k = 0..3 of a 4 x 4 byte block (rows a, b, c, d: 4 bytes each, byte k = column k) as
 // four words, column k's word holding a_k, b_k, c_k, d_k: eight byte permutes.
@@ -310,7 +314,9 @@ __global__ void __launch_bounds__(kWideThreads)
         const int byte = kVec * phys_seg + 4 * (col_word % 4);
         uint32_t w[kVec];
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) w[i] = *reinterpret_cast<const uint32_t*>(&tile[kVec * chunk + i][byte]);
+        for (int i = 0; i < kVec; ++i) {
+          w[i] = *reinterpret_cast<const uint32_t*>(&tile[kVec * chunk + i][byte]);
+        }
         uint32_t col[4][4];  // col[k][j]: column k, rows 4 j .. 4 j + 3
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -365,9 +371,10 @@ __device__ __forceinline__ unsigned max_abs_bits(uint4 word, unsigned m) {
 // scale never leaves the device.
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads)
-    amax_scale_kernel(const T* __restrict__ x, int64_t n, float fmax, unsigned* __restrict__ partials,
-                      unsigned* __restrict__ ticket, float* __restrict__ scale,
-                      float* __restrict__ scale_inv, float* __restrict__ amax) {
+    amax_scale_kernel(const T* __restrict__ x, int64_t n, float fmax,
+                      unsigned* __restrict__ partials, unsigned* __restrict__ ticket,
+                      float* __restrict__ scale, float* __restrict__ scale_inv,
+                      float* __restrict__ amax) {
   __shared__ unsigned scratch[kAmaxThreads / 32];
   __shared__ bool is_last;
   constexpr int kPer = 16 / int(sizeof(T));
@@ -388,8 +395,10 @@ __global__ void __launch_bounds__(kAmaxThreads)
     for (; i < n_vec; i += stride) m = max_abs_bits<T>(__ldg(v + i), m);
     scalar_from = n_vec * kPer;
   }
-  for (int64_t j = scalar_from + int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x; j < n; j += stride)
+  for (int64_t j = scalar_from + int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x; j < n;
+       j += stride) {
     m = max(m, abs_bits(x[j]));
+  }
   m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
   if (gridDim.x > 1) {
     if (threadIdx.x == 0) {
@@ -401,7 +410,9 @@ __global__ void __launch_bounds__(kAmaxThreads)
     if (!is_last) return;
     __threadfence();
     m = 0;
-    for (int b = threadIdx.x; b < int(gridDim.x); b += kAmaxThreads) m = max(m, __ldcg(partials + b));
+    for (int b = threadIdx.x; b < int(gridDim.x); b += kAmaxThreads) {
+      m = max(m, __ldcg(partials + b));
+    }
     m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
   }
   if (threadIdx.x == 0) {

@@ -20,19 +20,18 @@ enum class SrcType { kFloat, kHalf, kBFloat16 };
 // cast_fp8 runs (kTile128 where the 16-byte forms fit, else kTile32).
 enum class CastForm { kTile32, kVec16, kVec16Prefetch, kTile128, kAuto };
 
-// Whether the 16-byte forms (kVec16, kVec16Prefetch, kTile128) can cast this x: rows and cols multiples of
-// 16, x 16-byte aligned.
+// Whether the 16-byte forms (kVec16, kVec16Prefetch, kTile128) can cast this x: rows and cols
+// multiples of 16, x 16-byte aligned.
 bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 
 // x: a contiguous [rows, cols] matrix of `src`; scale: one float32 on the device. Writes
 // out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
 // value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and (unless amax_bits is
-// null) raises *amax_bits (the
-// bits of a float32 set to +0 by the caller) to the bits of the largest |x| (a NaN anywhere wins):
-// unsigned bits of non-negative floats order as the floats do, so atomicMax on them is exact and
-// the result the same whatever the order. One pass over x, in the kernel form `form` (kAuto: 64 x
-// 64 tiles of 16-byte accesses where cast_fp8_vector_form_fits, else 32 x 32 tiles; a vector form
-// asked for must fit).
+// null) raises *amax_bits (the bits of a float32 set to +0 by the caller) to the bits of the
+// largest |x| (a NaN anywhere wins): unsigned bits of non-negative floats order as the floats do,
+// so atomicMax on them is exact and the result the same whatever the order. One pass over x, in
+// the kernel form `form` (kAuto: tile128 where cast_fp8_vector_form_fits, else tile32; a vector
+// form asked for must fit).
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
