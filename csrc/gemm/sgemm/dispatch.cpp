@@ -141,7 +141,8 @@ ResolvedConfig resolve_config(int index) {
 constexpr int64_t kSumBlockK = 1024;
 // Split-K applies when the output is too small to fill the GPU and K is at least this long.
 constexpr int64_t kSplitKMinK = 2048;
-// Each split keeps at least this much K, so its partial-sum write stays small next to its math.
+// Each split keeps about this much K or more (K / this, rounded to the nearest, caps the splits of
+// a shape between the table's rows), so its partial-sum write stays small next to its math.
 constexpr int64_t kSplitKMinSlice = 256;
 constexpr int kSplitKMax = 16;
 
@@ -253,7 +254,11 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   splits = 1;
   if (tiles >= sms) return;
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
-    const int max_splits = int(std::min<int64_t>(K / kSplitKMinSlice, kSplitKMax));
+    // K / kSplitKMinSlice rounded to the nearest (slices of at least about 0.9 x 256): K = 1000
+    // then splits 4 ways as the 1024^3 row does (0.0624 ms against torch.mm's 0.0595 on an H100)
+    // instead of 3 (0.073 ms), whose blocks leave a quarter of the SMs idle.
+    const int max_splits = int(std::min<int64_t>((K + kSplitKMinSlice / 2) / kSplitKMinSlice,
+                                                 kSplitKMax));
     splits = splits_filling_waves(tiles, int64_t(c.min_blocks) * sms, max_splits);
     fixup = row.fixup && splits > 1;
     return;
