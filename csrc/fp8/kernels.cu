@@ -368,7 +368,10 @@ __device__ __forceinline__ unsigned max_abs_bits(uint4 word, unsigned m) {
 // a ticket folds the partials and writes amax, scale = fmax / amax (1 where amax is 0 or NaN, as
 // fp8.h's scale_from_amax) and scale_inv = 1 / scale, then resets the ticket for the next launch.
 // One launch instead of torch's norm, compare, divide and where (and the reciprocal after): the
-// scale never leaves the device.
+// scale never leaves the device. The pass walks x from its end to its start: what x's producer
+// wrote last (its end) is the likeliest to be in L2 still, and what this pass reads last (x's
+// start) is where the cast, walking its tiles from the start, begins: up to an L2's worth of each
+// pass's reads hit the cache instead of DRAM.
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads)
     amax_scale_kernel(const T* __restrict__ x, int64_t n, float fmax,
@@ -388,11 +391,11 @@ __global__ void __launch_bounds__(kAmaxThreads)
     for (; i + (kAmaxUnroll - 1) * stride < n_vec; i += kAmaxUnroll * stride) {
       uint4 w[kAmaxUnroll];
 #pragma unroll
-      for (int u = 0; u < kAmaxUnroll; ++u) w[u] = __ldg(v + i + u * stride);
+      for (int u = 0; u < kAmaxUnroll; ++u) w[u] = __ldg(v + (n_vec - 1 - (i + u * stride)));
 #pragma unroll
       for (int u = 0; u < kAmaxUnroll; ++u) m = max_abs_bits<T>(w[u], m);
     }
-    for (; i < n_vec; i += stride) m = max_abs_bits<T>(__ldg(v + i), m);
+    for (; i < n_vec; i += stride) m = max_abs_bits<T>(__ldg(v + (n_vec - 1 - i)), m);
     scalar_from = n_vec * kPer;
   }
   for (int64_t j = scalar_from + int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x; j < n;
