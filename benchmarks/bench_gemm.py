@@ -244,7 +244,7 @@ def run_scaled_mm(bench):
                 )
             )
         impls.append(("cudasteps", lambda a, b, sa, sb, a16, b16: cudasteps.scaled_mm(a, b, sa, sb)))
-        for v in G.SCALED_MM_LADDER if hopper else G.SCALED_MM_LADDER[:1]:  # fp8_ws: Hopper only
+        for v in G.SCALED_MM_LADDER if hopper else G.SCALED_MM_LADDER[:1]:  # fp8_ws*: Hopper only
 
             def step(a, b, sa, sb, a16, b16, v=v):
                 return G.run_scaled_mm_ladder(v, a, b, sa, sb)
@@ -270,7 +270,10 @@ def run_scaled_mm(bench):
         "each k-tile's sums promoted into fp32 registers, two sets alternating; its outputs equal "
         "torch._scaled_mm's). `ladder:` rows are `cudasteps.gemm.run_scaled_mm_ladder`: "
         "`widen_tf32`, the ladder's first form and what scaled_mm runs where tc:fp8_ws cannot (the "
-        "operands widened to fp32 on the TF32 tensor cores, then the scales), and `fp8_ws` (Hopper).",
+        "operands widened to fp32 on the TF32 tensor cores, then the scales), `fp8_ws` (Hopper) and "
+        "`fp8_ws256` (Hopper: 256 x 128 tiles, each consumer warpgroup 128 rows in two 64-row "
+        "halves, one set of k-tile sums waited for per half: a quarter less L2 traffic per "
+        "product and half as many epilogues).",
     )
 
 

@@ -235,6 +235,15 @@ def smoke_tensor_cores(dev):
         # (The FP8 tensor cores' own sums are off by up to about 2^-14 of sum |a||b|: tests/test_scaled_mm.py
         # bounds them; this smoke run looks for memory errors.)
         check(f"scaled_mm {ta} x {tb} {m}x{n}x{k}", got, want, tol=2e-2)
+    # The FP8 ladder's Hopper kernels on an odd shape with several 256-row tiles (fp8_ws256's two
+    # halves per warpgroup, a warpgroup wholly below M in the last tile row).
+    if torch.cuda.get_device_capability(dev) == (9, 0):
+        a8 = torch.randn(300, 1000, device=dev).to(torch.float8_e4m3fn)
+        b8 = torch.randn(260, 1000, device=dev).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=dev)
+        want = cudasteps.gemm.run_scaled_mm_ladder("fp8_ws", a8, b8, one, one)
+        for v in cudasteps.gemm.SCALED_MM_LADDER[2:]:
+            check(f"ladder scaled_mm {v}", cudasteps.gemm.run_scaled_mm_ladder(v, a8, b8, one, one), want)
 
 
 def smoke_elementwise(dev):

@@ -164,20 +164,40 @@ def test_ladder_steps():
         b = fp8((n, k), torch.float8_e4m3fn, "cuda", seed=80 + i).t()
         sa, sb = scales(m, n, "cuda", seed=90 + i, rowwise=False)
         for v in G.SCALED_MM_LADDER:
-            if v == "fp8_ws" and not hopper():
-                with pytest.raises(RuntimeError, match=r"cudasteps.ladder_scaled_mm: fp8_ws needs a compute"):
+            if v.startswith("fp8_ws") and not hopper():
+                with pytest.raises(RuntimeError, match=rf"cudasteps.ladder_scaled_mm: {v} needs a compute"):
                     G.run_scaled_mm_ladder(v, a, b, sa, sb)
                 continue
             poison("cuda", m * n)
             out = G.run_scaled_mm_ladder(v, a, b, sa, sb)
             assert_close(out, a, b, sa, sb, None, torch.bfloat16, f"{v} {(m, n, k)}")
-            if v == "fp8_ws":
-                assert torch.equal(out, cudasteps.scaled_mm(a, b, sa, sb)), (m, n, k)
+            if v.startswith("fp8_ws"):  # (none of these shapes is split along K)
+                assert torch.equal(out, cudasteps.scaled_mm(a, b, sa, sb)), (v, m, n, k)
     a = fp8((16, 32), torch.float8_e4m3fn, "cuda", seed=1)
     b = fp8((32, 16), torch.float8_e5m2, "cuda", seed=2)
     one = torch.ones((), device="cuda")
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_scaled_mm: fp8_ws needs .* got b Float8_e5m2"):
         G.run_scaled_mm_ladder("fp8_ws", a, b, one, one)
+
+
+@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws256 needs a compute capability 9.0 GPU")
+def test_fp8_ws256_matches_fp8_ws():
+    """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup) gives every output
+    element tc:fp8_ws's sums in the same order: the same bits, on tiles cut at the M and N edges
+    (a second warpgroup wholly below M), more tiles than SMs (several per CTA), a long K and a
+    small output split along K the same way by both, and an e5m2 A."""
+    G = cudasteps.gemm
+    shapes = [(1000, 700, 4096), (8192, 1024, 1024), (300, 260, 4099), (64, 64, 8192), (129, 17, 64)]
+    for i, (m, n, k) in enumerate(shapes):
+        for a_type in (torch.float8_e4m3fn, torch.float8_e5m2) if i == 0 else (torch.float8_e4m3fn,):
+            a = fp8((m, k), a_type, "cuda", seed=100 + i)
+            b = fp8((n, k), torch.float8_e4m3fn, "cuda", seed=110 + i).t()
+            sa, sb = scales(m, n, "cuda", seed=120 + i, rowwise=False)
+            poison("cuda", m * n)
+            wide = G.run_scaled_mm_ladder("fp8_ws256", a, b, sa, sb)
+            assert torch.equal(wide, G.run_scaled_mm_ladder("fp8_ws", a, b, sa, sb)), (m, n, k, a_type)
+            if i in (0, 2):
+                assert_close(wide, a, b, sa, sb, None, torch.bfloat16, f"fp8_ws256 {(m, n, k)}")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -187,7 +207,8 @@ def test_ladder_errors(device):
     a = fp8((4, 6), torch.float8_e4m3fn, device, seed=1)
     b = fp8((6, 5), torch.float8_e4m3fn, device, seed=2)
     one = torch.ones((), device=device)
-    bad_variant = r"cudasteps.ladder_scaled_mm: variant must be one of widen_tf32, fp8_ws, got 'nope'"
+    steps = "widen_tf32, fp8_ws, fp8_ws256"
+    bad_variant = rf"cudasteps.ladder_scaled_mm: variant must be one of {steps}, got 'nope'"
     bad_a = r"cudasteps.scaled_mm: a must be Float8_e4m3fn or Float8_e5m2, got BFloat16"
     arg_sets = [[t.to("meta") for t in (a, b, one, one)]]  # the fake kernel
     if device == "cuda":

@@ -35,7 +35,7 @@ _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
 # scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
 # cores, then the Hopper FP8 kernel (what scaled_mm runs there).
-SCALED_MM_LADDER = ("widen_tf32", "fp8_ws")
+SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_ws256")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -296,8 +296,10 @@ def run_scaled_mm_ladder(
     ``widen_tf32``: both FP8 operands widened to float32 (exact), their product on the TF32 tensor
     cores (exact products), then the scales, rounded once: what :func:`scaled_mm` runs where its
     FP8 kernel cannot. ``fp8_ws``: the Hopper FP8 kernel (FP8 wgmmas, TMA, warp specialization,
-    each k-tile's sums promoted into fp32 registers), what :func:`scaled_mm` runs on Hopper; it
-    needs a compute capability 9.0 GPU and ``b`` float8_e4m3fn, and raises otherwise.
+    each k-tile's sums promoted into fp32 registers), what :func:`scaled_mm` runs on Hopper;
+    ``fp8_ws256``: the same in 256 x 128 tiles (each consumer warpgroup 128 rows in two halves, one
+    set of k-tile sums waited for per half). Both need a compute capability 9.0 GPU and ``b``
+    float8_e4m3fn, and raise otherwise.
     """
     return _ops.ladder_scaled_mm(a, b, scale_a, scale_b, variant)
 

@@ -39,6 +39,7 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
 // The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
 // 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
 struct TcTuning {
+  int bm = 0;  // tc:fp8_ws's tile rows: 0 (128), or 256 for tc:fp8_ws256 (the ladder's fp8_ws256)
   int bn = 0;
   int splits = 0;
   int unroll = 0;

@@ -51,6 +51,22 @@ struct HopperCfg {
   static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
 };
 
+// tc:fp8_ws256 (FP8 only): 256 x 128 tiles. Each consumer warpgroup takes 128 rows as two 64-row
+// halves, one after the other, with one set of k-tile sums for both (its two halves' fp32
+// accumulators and that set: the 192 registers tc:fp8_ws spends on a 128-row tile's half and two
+// alternating sets); a stage holds 256 rows of A and 128 of B (48 KiB), four of them.
+template <TcType T>
+struct Fp8WideCfg : HopperCfg<T, 128> {
+  static_assert(tc_is_fp8(T), "the wide tiles are FP8's");
+  using Base = HopperCfg<T, 128>;
+  static constexpr int BM = 2 * Base::BM;
+  static constexpr int kABytes = BM * 128, kStageBytes = kABytes + Base::kBBytes;
+  static constexpr int kStages = 4;
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+  static constexpr int kWsSmemBytes = kSmemBytes + Base::kStoreBytes;
+  static_assert(kWsSmemBytes <= 227 * 1024, "a Hopper block has 227 KiB of shared memory");
+};
+
 struct HopperParams {
   const uint8_t* a;  // tc:wgmma only (the TMA kernels read through tensor maps)
   const uint8_t* b;

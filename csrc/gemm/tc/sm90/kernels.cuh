@@ -301,6 +301,104 @@ __global__ void __launch_bounds__(384, 1)
   if constexpr (Ctas == 2) cluster_sync();
 }
 
+// ---- tc:fp8_ws256: FP8 in 256 x 128 tiles ----
+
+// The FP8 kernel with twice the rows per tile (Fp8WideCfg): each stage's B tile feeds 256 rows
+// instead of 128, so a tile's operands cost a quarter fewer bytes of L2 traffic per product, and
+// half as many epilogues interrupt the tensor cores. Each consumer warpgroup owns 128 rows as two
+// 64-row halves: per k-tile it issues the first half's 4 wgmmas into its one set of k-tile sums,
+// waits for them, adds them into the first half's fp32 accumulators, then does the same for the
+// second half; the stage is released once the second half's wgmmas are done. While one
+// warpgroup waits and adds, the other's wgmmas keep the tensor cores busy (the warp schedulers
+// interleave them; no barrier orders the two). Every output element gets the sums tc:fp8_ws gives
+// it, in the same order (the same bits, unsplit). TA: A's type (e4m3 or e5m2), B e4m3, both
+// K-major.
+template <TcType TA, TcType TOut>
+__global__ void __launch_bounds__(384, 1)
+    wgmma_fp8_wide_kernel(const __grid_constant__ CUtensorMap map_a,
+                          const __grid_constant__ CUtensorMap map_b,
+                          const __grid_constant__ CUtensorMap map_out, const HopperParams p,
+                          const Epilogue<TOut> ep_in) {
+  using Cfg = Fp8WideCfg<TA>;
+  constexpr int S = Cfg::kStages;
+  constexpr int kAccs = Cfg::kAccs;  // 64: a 64 x 128 half of a warpgroup's rows
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);
+  uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
+  uint64_t* empty = full + S;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes)
+      mbar_init(&empty[s], 8);  // each consumer warp, once both its halves' wgmmas are done
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int units = p.raster.count() * p.splits;
+  const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    producer_registers();
+    if (threadIdx.x == 0) {
+      produce_tiles<TA, 128, true, true, 1, Cfg>(&map_a, &map_b, p, ring, full, empty, 0,
+                                                  first_unit, unit_step);
+    }
+  } else {
+    consumer_registers();
+    const Epilogue<TOut> ep = ep_in.with_device_scales();  // alpha times the per-tensor scales
+    const int cwg = wg - 1;  // rows 128 cwg .. 128 cwg + 127 of the tile
+    const bool releaser = threadIdx.x % 32 == 0;
+    int stage = 0, phase = 0;
+    float d0[kAccs], d1[kAccs], sums[kAccs];
+    // One k-tile's 4 wgmmas of the 64-row half at a_half into sums (overwritten), waited for.
+    auto k_tile_sums = [&](const uint8_t* a_half, const uint8_t* b_tile) {
+      keep_live(sums);
+      wgmma_fence();
+      wgmma_k_tile<TA, 128, true, true, TcType::kE4M3>(sums, a_half, b_tile, /*overwrite=*/true);
+      wgmma_commit();
+      wgmma_wait<0>();
+      keep_live(sums);
+    };
+    for (int unit = first_unit; unit < units; unit += unit_step) {
+      int tm, tn;
+      p.raster.coords(unit / p.splits, tm, tn);
+      const int split = unit % p.splits;
+      int kb, ke;
+      unit_k_range(p, unit, kb, ke);
+      zero(d0);
+      zero(d1);
+      for (int kt = kb; kt < ke; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint8_t* src = ring + stage * Cfg::kStageBytes;
+        const uint8_t* a_rows = src + cwg * 2 * Cfg::kAHalfBytes;  // this warpgroup's 128 rows
+        k_tile_sums(a_rows, src + Cfg::kABytes);
+#pragma unroll
+        for (int i = 0; i < kAccs; ++i) d0[i] += sums[i];
+        k_tile_sums(a_rows + Cfg::kAHalfBytes, src + Cfg::kABytes);
+        if (releaser) mbar_arrive(&empty[stage]);  // both halves have read the stage
+#pragma unroll
+        for (int i = 0; i < kAccs; ++i) d1[i] += sums[i];
+        if (++stage == S) stage = 0, phase ^= 1;
+      }
+      const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 128, n0 = int64_t(tn) * 128;
+      if (p.splits == 1 && p.tma_store) {
+        uint8_t* my_staging = staging + cwg * (Cfg::kStoreBytes / 2);
+        store_accumulators_tma<TOut, 128>(ep, &map_out, d0, m0, n0, my_staging, 1 + cwg);
+        store_accumulators_tma<TOut, 128>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + cwg);
+      } else if (p.splits == 1) {
+        store_accumulators<TOut, 128>(ep, d0, m0, n0);
+        store_accumulators<TOut, 128>(ep, d1, m0 + 64, n0);
+      } else {
+        float* partial = p.partial + int64_t(split) * p.M * p.N;
+        store_partial<128>(partial, p.M, p.N, d0, m0, n0);
+        store_partial<128>(partial, p.M, p.N, d1, m0 + 64, n0);
+      }
+    }
+    if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
+  }
+}
+
 // ---- tc:ws_pingpong: the two consumer warpgroups take turns, one tile each ----
 
 // Named barriers of the ping-pong schedule (0 is __syncthreads's; 1 and 2 are the consumer

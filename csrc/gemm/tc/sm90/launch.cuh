@@ -256,6 +256,27 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
 }
 
+// tc:fp8_ws256: wgmma_fp8_wide_kernel (256 x 128 tiles) with A of type TA, B e4m3, both K-major,
+// a bf16 output, split along K as tc:fp8_ws splits (for its own, half as many, tiles).
+template <TcType TA>
+void launch_fp8_wide(const TcProblem& pr, cudaStream_t stream) {
+  using Cfg = Fp8WideCfg<TA>;
+  constexpr TcType TOut = TcType::kBF16;
+  HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
+  const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
+  const int sms = sm_count();
+  const int tiles = p.raster.count();
+  p.splits = persistent_splits(pr, p, tiles, sms);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
+  const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
+  const ScratchBuffer partial = split_k_scratch(pr, p);
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
+  launch_persistent(wgmma_fp8_wide_kernel<TA, TOut>, tiles * p.splits, sms, map_a, map_b, map_out,
+                    p, ep, Cfg::kWsSmemBytes, stream);
+  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
+}
+
 // tc:fp8_ws (scaled_mm): wgmma_ws_kernel with A of type TA (e4m3 or e5m2), B e4m3, both K-major,
 // 128 x 128 tiles, the output of type TOut (bf16, or kTF32 for float32), split along K where the
 // tiles leave SMs idle, as launch_typed does.
@@ -269,6 +290,14 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
               "cudasteps.scaled_mm: tc:fp8_ws cannot take this problem");
   // Every work unit needs a k-tile: the consumers' first wait is for one.
   TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
+  if (pr.tuning.bm == 256) {
+    // tc:fp8_ws256 (the ladder's fp8_ws256), built for bf16 outputs (the ladder's) alone.
+    if constexpr (TOut == TcType::kBF16) {
+      launch_fp8_wide<TA>(pr, stream);
+      return;
+    }
+    TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_ws256 is built for bf16 outputs only");
+  }
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();

@@ -143,13 +143,13 @@ __device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, 
 // The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
 // first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
 // released it. A unit covers Ctas vertically adjacent tiles (one per CTA of a cluster); this CTA
-// loads its own A tile and its share of the B tile, multicast to every CTA of the cluster.
-template <TcType T, int BN, bool AK, bool BKm, int Ctas>
+// loads its own A tile and its share of the B tile, multicast to every CTA of the cluster. Cfg: the
+// tile configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
+template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
                                               const HopperParams& p, uint8_t* ring, uint64_t* full,
                                               uint64_t* empty, uint32_t rank, int first_unit,
                                               int unit_step) {
-  using Cfg = HopperCfg<T, BN>;
   constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
   const int units = p.raster.count() * p.splits;
   int stage = 0, phase = 0;
