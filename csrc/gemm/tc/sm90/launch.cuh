@@ -256,12 +256,11 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
 }
 
-// tc:fp8_ws256: wgmma_fp8_wide_kernel (256 x 128 tiles) with A of type TA, B e4m3, both K-major,
-// a bf16 output, split along K as tc:fp8_ws splits (for its own, half as many, tiles).
-template <TcType TA>
-void launch_fp8_wide(const TcProblem& pr, cudaStream_t stream) {
-  using Cfg = Fp8WideCfg<TA>;
-  constexpr TcType TOut = TcType::kBF16;
+// An FP8 kernel (tc:fp8_ws or tc:fp8_ws256) over its tiles of Cfg: A of type TA, B e4m3, both
+// K-major, the output of type TOut, split along K where the tiles leave SMs idle, as launch_typed
+// does.
+template <typename Cfg, TcType TA, TcType TOut, typename Kernel>
+void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();
@@ -272,18 +271,17 @@ void launch_fp8_wide(const TcProblem& pr, cudaStream_t stream) {
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  launch_persistent(wgmma_fp8_wide_kernel<TA, TOut>, tiles * p.splits, sms, map_a, map_b, map_out,
-                    p, ep, Cfg::kWsSmemBytes, stream);
+  launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
+                    Cfg::kWsSmemBytes, stream);
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
 
-// tc:fp8_ws (scaled_mm): wgmma_ws_kernel with A of type TA (e4m3 or e5m2), B e4m3, both K-major,
-// 128 x 128 tiles, the output of type TOut (bf16, or kTF32 for float32), split along K where the
-// tiles leave SMs idle, as launch_typed does.
+// scaled_mm's Hopper kernel: tc:fp8_ws (wgmma_ws_kernel, 128 x 128 tiles) with A of type TA (e4m3
+// or e5m2), B e4m3, both K-major, the output of type TOut (bf16, or kTF32 for float32); or, where
+// the ladder asks for it (tuning.bm 256), tc:fp8_ws256.
 template <TcType TA, TcType TOut>
 void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   static_assert(tc_is_fp8(TA) && !tc_is_fp8(TOut), "FP8 operands, a 16- or 32-bit output");
-  using Cfg = HopperCfg<TA, 128>;
   TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.type == TA && pr.b_type == TcType::kE4M3 &&
                   pr.out_type == TOut && (pr.scale_a == nullptr) == (pr.scale_b == nullptr) &&
                   pr.act == elementwise::Act::kNone && pr.aux == nullptr && !pr.addend_fp32,
@@ -291,26 +289,15 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   // Every work unit needs a k-tile: the consumers' first wait is for one.
   TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
   if (pr.tuning.bm == 256) {
-    // tc:fp8_ws256 (the ladder's fp8_ws256), built for bf16 outputs (the ladder's) alone.
+    // tc:fp8_ws256 (the ladder's fp8_ws256: 256 x 128 tiles), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
-      launch_fp8_wide<TA>(pr, stream);
+      launch_fp8_tiles<Fp8WideCfg<TA>, TA, TOut>(pr, wgmma_fp8_wide_kernel<TA, TOut>, stream);
       return;
     }
     TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_ws256 is built for bf16 outputs only");
   }
-  HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
-  const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
-  const int sms = sm_count();
-  const int tiles = p.raster.count();
-  p.splits = persistent_splits(pr, p, tiles, sms);
-  const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
-  const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
-  const ScratchBuffer partial = split_k_scratch(pr, p);
-  const CUtensorMap map_out =
-      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  launch_persistent(wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>, tiles * p.splits,
-                    sms, map_a, map_b, map_out, p, ep, Cfg::kWsSmemBytes, stream);
-  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
+  launch_fp8_tiles<HopperCfg<TA, 128>, TA, TOut>(
+      pr, wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>, stream);
 }
 
 // tc:ws_tf32_rs (kSwap: R = B, S = A; else R = A, S = B): one block per SM over the raster of
