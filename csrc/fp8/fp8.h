@@ -27,11 +27,10 @@ inline at::Tensor abs_max(const at::Tensor& t) {
                         : at::linalg_vector_norm(t, INFINITY).to(at::kFloat);
 }
 
-// Dynamic per-tensor scaling: fp8_max(format) / amax(t), so t's largest value maps to the
-// format's; 1 when t is empty or all zero (no division by zero) or holds a NaN. The reference
-// recipe (cast_fp8_dynamic's CPU kernel): its CUDA kernel computes the same on the device, bit for
-// bit. (A scalar 1, not a tensor of
-// ones: one small kernel less per scale, six per FP8 FFN step.)
+// Dynamic per-tensor scaling from an amax: fp8_max(format) / amax, so the tensor's largest value
+// maps to the format's; 1 when amax is 0 (an empty or all-zero tensor: no division by zero) or
+// NaN. The reference recipe (cast_fp8_dynamic's CPU kernel): its CUDA kernel computes the same on
+// the device, bit for bit. (A scalar 1 in the where, not a tensor of ones: one kernel less.)
 inline at::Tensor scale_from_amax(const at::Tensor& amax, at::ScalarType format) {
   // A true division (ATen's `Scalar / Tensor` multiplies by the reciprocal: two roundings).
   const at::Tensor largest = at::scalar_tensor(fp8_max(format), amax.options());
