@@ -15,11 +15,13 @@ _FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 # The largest finite value of each format: casts saturate to it.
 FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 
-# The optimization ladder of the cast (csrc/fp8/kernels.cu), naive first; cast_fp8() runs vec16
-# where x's rows and columns are multiples of 16 and x is 16-byte aligned (else tile32):
-# vec16_prefetch measured no faster on an H100. tile32: 32 x 32 tiles, one element per thread and
-# access (byte stores); vec16: 64 x 64 tiles, 16 elements per thread, 16-byte loads and stores of
-# both outputs; vec16_prefetch: the next tile's loads issued before this one is cast and transposed.
+# The optimization ladder of the cast (csrc/fp8/kernels.cu), naive first; the last entry is what
+# cast_fp8() runs where x's rows and columns are multiples of 16 and x is 16-byte aligned (else
+# tile32). tile32: 32 x 32 tiles, one element per thread and access (byte stores); vec16: 64 x 64
+# tiles, 16 elements per thread, 16-byte loads and stores of both outputs; vec16_prefetch: the next
+# tile's loads issued before this one is cast and transposed (measured no faster on an H100);
+# tile128: 128 x 128 tiles, four segments per thread in flight, the transpose by byte permutes and
+# 32-byte-sector-complete transposed stores.
 LADDER = ("tile32", "vec16", "vec16_prefetch", "tile128")
 
 
