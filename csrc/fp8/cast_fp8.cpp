@@ -78,26 +78,34 @@ std::pair<int64_t, int64_t> matrix_shape(const at::Tensor& x) {
   return {cols == 0 ? 0 : x.numel() / cols, cols};
 }
 
-CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
-                        bool transpose) {
-  check_cast_args(x, scale, dtype, kOp);
+// The CPU cast: x * scale in float32 (exact for bf16/fp16 x), clamped (NaN passes through),
+// rounded once; and its transpose when asked for.
+std::pair<at::Tensor, c10::optional<at::Tensor>> cast_values_cpu(const at::Tensor& x,
+                                                                 const at::Tensor& scale,
+                                                                 at::ScalarType dtype,
+                                                                 bool transpose) {
   const auto [rows, cols] = matrix_shape(x);
   const double largest = fp8_max(dtype);
-  // x * scale in float32 (exact for bf16/fp16 x), clamped (NaN passes through), rounded once.
   const at::Tensor out = x.to(at::kFloat).mul(scale.reshape({})).clamp(-largest, largest).to(dtype);
   c10::optional<at::Tensor> out_t;
   if (transpose) out_t = out.reshape({rows, cols}).t().contiguous();
+  return {out, out_t};
+}
+
+CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
+                        bool transpose) {
+  check_cast_args(x, scale, dtype, kOp);
+  auto [out, out_t] = cast_values_cpu(x, scale, dtype, transpose);
   return {out, out_t, abs_max(x)};
 }
 
-// The reference recipe (fp8.h's scale_from_amax, then cast_fp8): what the CUDA kernels match bit
-// for bit.
+// The reference recipe (fp8.h's scale_from_amax, then cast_fp8's values): what the CUDA kernels
+// match bit for bit. One amax pass (cast_fp8 would take it a second time).
 DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
   check_x_and_format(x, dtype, kDynamicOp);
   const at::Tensor amax = abs_max(x);
   const at::Tensor scale = scale_from_amax(amax, dtype);
-  auto [out, out_t, amax_again] = cast_fp8_cpu(x, scale, dtype, transpose);
-  (void)amax_again;
+  auto [out, out_t] = cast_values_cpu(x, scale, dtype, transpose);
   return {out, out_t, scale.reciprocal(), amax};
 }
 
