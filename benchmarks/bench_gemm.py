@@ -108,12 +108,14 @@ WEIGHT_GRADIENTS = [
 ]
 
 
-def _split_sweep(splits=(1, 2, 3)):
-    """The Hopper persistent kernel with its split-K factor forced (tc:ws_persistent:s<splits>):
-    what the rule that picks it (sm90 choose_splits) leaves on the table for a shape."""
+def _schedule_sweep(fields=("ts0", "ts1", "s2")):
+    """The Hopper persistent kernel with its schedule forced: `ts0` without the tail split
+    (split-K where its rule splits, sm90 choose_splits), `ts1` with it (the last wave's tiles cut
+    into k ranges, one CTA each), `s<n>` split-K by n. What the rules that pick them leave on the
+    table for a shape."""
     return [
-        (f"ladder:tc:ws_persistent:s{s}", lambda a, b, s=s: G.run_ladder(f"tc:ws_persistent:s{s}", a, b))
-        for s in splits
+        (f"ladder:tc:ws_persistent:{f}", lambda a, b, f=f: G.run_ladder(f"tc:ws_persistent:{f}", a, b))
+        for f in fields
     ]
 
 
@@ -122,9 +124,9 @@ def run_weight_gradients(bench):
     cases = WEIGHT_GRADIENTS[1:3] if bench.quick else WEIGHT_GRADIENTS
     hopper = bench.is_cuda and torch.cuda.get_device_capability(bench.device) == (9, 0)
     for m, n, k, dtype in cases:
-        # bf16 on Hopper: also the split-K factors side by side (3072 x 1024 is 192 tiles of
-        # 128 x 128, 1.45 waves on 132 SMs, where the rule does not split).
-        sweep = _split_sweep() if hopper and dtype == torch.bfloat16 else []
+        # bf16 on Hopper: also the schedules side by side (3072 x 1024 is 192 tiles of 128 x 128,
+        # 1.45 waves on 132 SMs: the tail split's case; 512 x 512 is 16 tiles).
+        sweep = _schedule_sweep() if hopper and dtype == torch.bfloat16 else []
         _mm(bench, m, n, k, pair + sweep, dtype, label="wgrad g^T @ x", ta=True)
     # The forward of a linear with few rows against a long K and a small output (1024 rows,
     # 4096 -> 1024), fp32 with TF32 off.
@@ -134,9 +136,11 @@ def run_weight_gradients(bench):
         "Weight-gradient products `g^T @ x` (output out_features x in_features, K = the batch's "
         "tokens; `g^T` a transposed view, as autograd passes it) and a 1024-row fp32 linear "
         "4096 -> 1024, against torch.mm (cuBLAS; TF32 off for the fp32 rows). Their outputs fill "
-        "a few dozen tiles, so the GPU is full only where K is split over blocks. The bf16 rows' "
-        "`ladder:tc:ws_persistent:s<n>` force the Hopper kernel's split-K factor (what the rule "
-        "picks is the `cudasteps` row).",
+        "a few dozen tiles, so the GPU is full only where K is shared over blocks. The bf16 rows' "
+        "`ladder:tc:ws_persistent:<schedule>` force the Hopper kernel's schedule: `ts0` no tail "
+        "split (split-K where its rule splits), `ts1` the tail split (the last wave's tiles cut "
+        "into k ranges, one SM each, a cut tile summed in k order by the last part to arrive), "
+        "`s2` split-K by 2 (what the rules pick is the `cudasteps` row).",
     )
 
 
@@ -362,11 +366,13 @@ def run_tensor_cores(bench):
     for dtype in (torch.bfloat16,) if bench.quick else (torch.bfloat16, torch.float16):
         for m, n, k in odd:
             _mm(bench, m, n, k, pair, dtype)
+    hopper = torch.cuda.get_device_capability(bench.device) == (9, 0)
     for m in (16, 64, 128):
-        _mm(bench, m, 4096, 4096, pair, torch.bfloat16, label="linear", tb=True)
+        # 128 rows: 32 tiles of 128 x 128, split-K's or the tail split's (the schedules side by side).
+        sweep = _schedule_sweep() if hopper and m == 128 else []
+        _mm(bench, m, 4096, 4096, pair + sweep, torch.bfloat16, label="linear", tb=True)
     from cudasteps import gemm as G
 
-    hopper = torch.cuda.get_device_capability(bench.device) == (9, 0)
     with _tf32():
         for m, n, k in squares + [(4097, 4095, 4099)]:
             _mm(bench, m, n, k, pair, F32, label="TF32")

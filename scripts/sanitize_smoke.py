@@ -165,7 +165,8 @@ def smoke_gemm(dev):
 
 def smoke_tensor_cores(dev):
     """Every tensor-core step (bf16, fp16, fp32 as TF32) on ragged shapes, both layouts, misaligned
-    views (repacked), an addend (addmm), and a split-K shape (a small output with a long K)."""
+    views (repacked), an addend (addmm), and a split-K shape (a small output with a long K), and
+    the Hopper kernel's tail split on them."""
     gemm = cudasteps.gemm
     hopper = torch.cuda.get_device_capability(dev) == (9, 0)
     tols = {torch.bfloat16: 5e-2, torch.float16: 1e-2, torch.float32: 1e-2}
@@ -181,7 +182,10 @@ def smoke_tensor_cores(dev):
             a = (torch.randn(m, k, device=dev) / k**0.5).to(dtype)
             b = torch.randn(k, n, device=dev).to(dtype)
             want = a.double() @ b.double()
-            for v in steps:
+            # tc:ws_persistent's tail split forced (the last wave's tiles cut into k ranges whose
+            # sums the last part to arrive adds up): 64 x 256 x 4096 is cut into 16 ranges.
+            sched = ["tc:ws_persistent:ts1"] if hopper else []
+            for v in steps + sched:
                 check(f"ladder mm {v} {dtype} {m}x{n}x{k}", gemm.run_ladder(v, a, b), want, tol=tol)
                 at, bt = a.t().contiguous().t(), b.t().contiguous().t()
                 check(f"ladder mm {v} {dtype} TT {m}x{n}x{k}", gemm.run_ladder(v, at, bt), want, tol=tol)

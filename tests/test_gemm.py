@@ -709,9 +709,58 @@ def test_ws_persistent_tuning_variants():
                     out = G.run_ladder(f"tc:ws_persistent:{fields}", a, b)
                     assert rel_err(out, ref) < half_tol(dtype, k), (fields, dtype, m, n, k)
     a = make_tensor((8, 8), torch.bfloat16, "cuda")
-    for bad in ("bn64", "s0", "x2", "s", "bn", "s1:", "s1000"):
+    for bad in ("bn64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
+
+
+# Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),
+# one to two waves (the partial wave's tiles cut), K no multiple of a k-tile, and a 2 x 2-tile
+# output against a long K (8 ranges of 8 k-tiles).
+TAIL_SPLIT_SHAPES = [
+    (300, 260, 5000),
+    (1664, 1536, 1000),
+    (2200, 2100, 2000),
+    (129, 131, 4099),
+    (1024, 1024, 8192),
+]
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+@pytest.mark.parametrize("ta", [False, True], ids=["a_rowmajor", "a_transposed"])
+def test_ws_tail_split(ta):
+    """tc:ws_persistent:ts1 (the tail split forced): the last wave's tiles cut into k ranges, one
+    CTA each, are summed by the last part to arrive, in k order, so the product is the exact one
+    within the dtype's bound, close to the uncut kernel's (ts0), and bitwise the same on every run
+    and in a CUDA graph's replays (the arrival counts are zeroed by each launch)."""
+    for dtype in G.TC_DTYPES:
+        with tf32_mode(True):
+            for i, (m, n, k) in enumerate(TAIL_SPLIT_SHAPES):
+                a = layout(make_tensor((m, k), dtype, "cuda", seed=80 + i) / k**0.5, ta)
+                b = make_tensor((n, k), dtype, "cuda", seed=90 + i).t()
+                ref = ref_mm(a, b)
+                cut = G.run_ladder("tc:ws_persistent:ts1", a, b)
+                whole = G.run_ladder("tc:ws_persistent:ts0", a, b)
+                assert rel_err(cut, ref) < half_tol(dtype, k), (dtype, m, n, k)
+                assert rel_err(cut, whole.double().cpu()) < half_tol(dtype, k), (dtype, m, n, k)
+                for _ in range(2):
+                    assert torch.equal(G.run_ladder("tc:ws_persistent:ts1", a, b), cut), (dtype, m, n, k)
+            # The rule cuts 1024 x 1024 x 8192 (64 tiles on 132 SMs): mm gives ts1's bits.
+            if dtype == torch.bfloat16 and torch.cuda.get_device_properties(0).multi_processor_count >= 100:
+                assert torch.equal(cudasteps.mm(a, b), cut)
+    a = make_tensor((1664, 1000), torch.bfloat16, "cuda", seed=7)
+    b = make_tensor((1536, 1000), torch.bfloat16, "cuda", seed=8).t()
+    eager = G.run_ladder("tc:ws_persistent:ts1", a, b)
+    out = torch.full_like(eager, float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        out.copy_(G.run_ladder("tc:ws_persistent:ts1", a, b))
+    for _ in range(3):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, eager)
 
 
 _PINGPONG_REASON = _tc_step_reason("tc:ws_pingpong")

@@ -314,8 +314,10 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``tc:cp_async_cfg:<name>``): bfloat16, float16, or float32 computed in TF32 whatever torch's
     switch says (but ``TC_HOPPER_NN_STEPS``: bfloat16, and float16 for ``TC_HOPPER_FP16_STEPS``);
     any layout. For tuning sweeps,
-    ``tc:ws_persistent:bn<128|256>:s<splits>`` (either field optional) forces the persistent
-    kernel's tile width (128 x 128 or 128 x 256) and split-K factor (capped at the k-tiles and 16).
+    ``tc:ws_persistent:bn<128|256>:s<splits>:ts<0|1>`` (any field optional) forces the persistent
+    kernel's tile width (128 x 128 or 128 x 256), split-K factor (capped at the k-tiles and 16) and
+    tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
+    that makes at least 2 ranges; ``ts0``: never).
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
     ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
     linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte

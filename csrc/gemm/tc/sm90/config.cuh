@@ -67,6 +67,19 @@ struct Fp8WideCfg : HopperCfg<T, 128> {
   static_assert(kWsSmemBytes <= 227 * 1024, "a Hopper block has 227 KiB of shared memory");
 };
 
+// Tail split (tc:ws_persistent in clusters of one CTA): where whole tiles leave the last wave
+// partly idle, the raster's last `tiles` tiles (those of the partial wave, or all of them below
+// one wave) are cut into `parts` k ranges each, one CTA per range, so the last wave is `parts`
+// times shorter (scheduler.cuh). A cut tile is summed by the last of its parts to arrive
+// (tail_split_fixup, epilogue.cuh).
+struct TailSplit {
+  int tiles = 0;  // 0: no tail split
+  int parts = 0;  // tiles * parts <= the grid's CTAs
+  // Each CTA's part, per consumer warpgroup: (tiles * parts) x 2 x (64 x BN) floats.
+  float* workspace = nullptr;
+  int* arrived = nullptr;  // parts summed into the workspace, per (tile, warpgroup); zeroed first
+};
+
 struct HopperParams {
   const uint8_t* a;  // tc:wgmma only (the TMA kernels read through tensor maps)
   const uint8_t* b;
@@ -82,6 +95,7 @@ struct HopperParams {
   float* partial;
   // The output is TMA-describable (16-byte aligned rows): staged TMA stores, else direct stores.
   bool tma_store;
+  TailSplit tail;  // (with splits == 1 only)
 };
 
 }  // namespace sm90

@@ -5,6 +5,8 @@
 //     tiles across the matrix edge (StageMode);
 //   * store_partial and splitk_reduce_kernel: split-K's fp32 partial sums and their sum in split
 //     order (deterministic), which then goes through tc::Epilogue;
+//   * tail_split_fixup: the parts of a tile the tail split cut into k ranges, added up in k order
+//     by the last to arrive (deterministic), which then stores the tile as any other;
 //   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_pingpong's
 //     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step): each
 //     value staged is act(alpha * acc + beta * addend), and aux gets alpha * acc.
@@ -21,6 +23,7 @@
 
 #include "gemm/tc/sm90/config.cuh"
 #include "gemm/tc/sm90/ptx.cuh"
+#include "gemm/tc/sm90/scheduler.cuh"
 
 namespace cudasteps {
 namespace gemm {
@@ -267,6 +270,59 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
       if (n + 1 < N) partial[m * N + n + 1] = d[4 * j + 2 * h + 1];
     }
   }
+}
+
+// The tail split's fixup for one consumer warpgroup's 64 x BN block of a tile cut into k ranges
+// (unit u, u.part >= 0): its sums go to the workspace (the CTA's place there), and the last part
+// of the tile to arrive (counted in tail.arrived) adds every part up in k order (each read back
+// from the workspace, its own too): the same fp32 sums whichever CTA comes last, and no CTA waits
+// for another. Returns true for that last part, d then holding the tile's sums for the epilogue;
+// false for the others. The workspace is thread-major (float4 v of thread t at v * 128 + t), so a
+// warp's accesses are whole 512-byte lines, written and read through L2 (st.cg / ld.cg: no L1 holds
+// a stale copy). A part's float4s are loaded kChunk at a time, all in flight at once: one load in
+// flight per thread made the sum of 8 parts take longer than their products.
+template <int BN>
+__device__ __forceinline__ bool tail_split_fixup(const HopperParams& p, const WorkUnit& u, int cwg,
+                                                 float (&d)[BN / 2], int bar_id) {
+  constexpr int kVecs = BN / 8;  // float4s per thread
+  constexpr int kChunk = 16;     // float4s in flight per thread (64 registers)
+  const int t = threadIdx.x % 128;
+  const int local = u.tile - (p.raster.count() - p.tail.tiles);
+  const float4* first = reinterpret_cast<const float4*>(p.tail.workspace) +
+                        (int64_t(local) * p.tail.parts * 2 + cwg) * (kVecs * 128) + t;
+  auto part = [&](int j) { return first + int64_t(j) * 2 * (kVecs * 128); };
+  float4* mine = const_cast<float4*>(part(u.part));
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) {
+    __stcg(mine + v * 128, make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]));
+  }
+  __threadfence();  // this thread's part is visible GPU-wide before the count says it is there
+  warpgroup_barrier(bar_id);  // every thread's part is written and fenced
+  bool complete = false;
+  if (t == 0) complete = atomicAdd(p.tail.arrived + 2 * local + cwg, 1) == p.tail.parts - 1;
+  if (!warpgroup_barrier_or(bar_id, complete)) return false;
+  __threadfence();  // the other parts' counts were seen: read their sums after
+#pragma unroll
+  for (int v0 = 0; v0 < kVecs; v0 += kChunk) {
+#pragma unroll
+    for (int v = v0; v < v0 + kChunk; ++v) {
+      const float4 x = __ldcg(part(0) + v * 128);
+      d[4 * v] = x.x, d[4 * v + 1] = x.y, d[4 * v + 2] = x.z, d[4 * v + 3] = x.w;
+    }
+    for (int j = 1; j < p.tail.parts; ++j) {
+      float4 x[kChunk];
+#pragma unroll
+      for (int v = 0; v < kChunk; ++v) x[v] = __ldcg(part(j) + (v0 + v) * 128);
+#pragma unroll
+      for (int v = 0; v < kChunk; ++v) {
+        d[4 * (v0 + v)] += x[v].x;
+        d[4 * (v0 + v) + 1] += x[v].y;
+        d[4 * (v0 + v) + 2] += x[v].z;
+        d[4 * (v0 + v) + 3] += x[v].w;
+      }
+    }
+  }
+  return true;
 }
 
 // out = epilogue(sum over splits of partial[s]), the splits added in order 0, 1, ...

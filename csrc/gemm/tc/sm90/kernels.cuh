@@ -4,6 +4,7 @@
 //   wgmma_cp_async_kernel   tc:wgmma          every thread loads with cp.async; block barriers
 //   wgmma_tma_kernel        tc:wgmma_tma      + TMA loads issued by one thread, mbarriers
 //   wgmma_ws_kernel<1>      tc:ws_persistent  + warp specialization, persistent CTAs, split-K
+//                                             or the last wave's tiles split along K
 //   wgmma_ws_kernel<2>      tc:ws_multicast   + clusters of two CTAs sharing B by TMA multicast
 //   wgmma_pingpong_kernel   tc:ws_pingpong    each consumer warpgroup owns a tile, in turns
 //   wgmma_ws_kernel<FP8>    tc:fp8_ws         tc:ws_persistent for FP8 operands (scaled_mm), each
@@ -174,10 +175,9 @@ __global__ void __launch_bounds__(384, 1)
   } else {
     cluster_sync();
   }
-  // Work units: (tile group, k range); consecutive units are the k ranges of one tile group. A
-  // tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster counts
-  // groups: its tiles_m is ceil(tiles / Ctas)).
-  const int units = p.raster.count() * p.splits;
+  // Work units (UnitWalk): (tile group, k range); consecutive units are the k ranges of one tile
+  // group. A tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster
+  // counts groups: its tiles_m is ceil(tiles / Ctas)). Then, with Ctas 1, a tail-split part.
   const int first_unit = int(blockIdx.x) / Ctas, unit_step = int(gridDim.x) / Ctas;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -204,13 +204,13 @@ __global__ void __launch_bounds__(384, 1)
     };
     int stage = 0, phase = 0;
     float d[Cfg::kAccs];
-    for (int unit = first_unit; unit < units; unit += unit_step) {
+    UnitWalk walk(p, first_unit, unit_step);
+    WorkUnit u;
+    while (walk.next(p, u)) {
       int tg, tn;
-      p.raster.coords(unit / p.splits, tg, tn);
+      p.raster.coords(u.tile, tg, tn);
       const int tm = tg * Ctas + int(rank);
-      const int split = unit % p.splits;
-      int kb, ke;
-      unit_k_range(p, unit, kb, ke);
+      const int kb = u.kb, ke = u.ke;
       zero(d);
       if constexpr (kFp8) {
         // Two sets of k-tile sums, alternately: k-tile i + 1's wgmmas run while k-tile i's sums
@@ -278,6 +278,10 @@ __global__ void __launch_bounds__(384, 1)
         keep_live(d);
         if (prev >= 0) release(prev);
       }
+      // A tail-split part that does not complete its tile leaves its sums for the one that does.
+      if constexpr (Ctas == 1) {
+        if (u.part >= 0 && !tail_split_fixup<BN>(p, u, cwg, d, 1 + cwg)) continue;
+      }
       // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
       // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
@@ -292,7 +296,7 @@ __global__ void __launch_bounds__(384, 1)
       } else if (p.splits == 1) {
         store_accumulators<TOut, BN>(ep, d, m0, n0);
       } else {
-        store_partial<BN>(p.partial + int64_t(split) * p.M * p.N, p.M, p.N, d, m0, n0);
+        store_partial<BN>(p.partial + int64_t(u.split) * p.M * p.N, p.M, p.N, d, m0, n0);
       }
     }
     if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete

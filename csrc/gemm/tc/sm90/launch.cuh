@@ -143,6 +143,35 @@ inline ScratchBuffer split_k_scratch(const TcProblem& pr, HopperParams& p) {
   return partial;
 }
 
+// The tail split for tc:ws_persistent's kernel in BN-wide tiles (choose_tail_split; not with a
+// forced split-K): p.tail and its workspace (held by the caller until the kernel is enqueued),
+// the arrival counts zeroed on `stream` first (a memset node in a CUDA graph: every replay starts
+// from zero).
+template <int BN>
+ScratchBuffer tail_split_scratch(const TcProblem& pr, HopperParams& p, int tiles, int sms,
+                                 cudaStream_t stream) {
+  if (pr.tuning.splits > 0) return ScratchBuffer();
+  const auto [tail_tiles, parts] = choose_tail_split(tiles, p.k_tiles, sms, pr.tuning.tail_split);
+  if (tail_tiles == 0) return ScratchBuffer();
+  p.tail.tiles = tail_tiles;
+  p.tail.parts = parts;
+  const size_t count_bytes = (sizeof(int) * 2 * size_t(tail_tiles) + 255) / 256 * 256;
+  const size_t part_bytes = sizeof(float) * 2 * 64 * BN;  // both consumer warpgroups' sums
+  ScratchBuffer space =
+      scratch_buffer(count_bytes + part_bytes * size_t(tail_tiles) * size_t(parts));
+  p.tail.arrived = static_cast<int*>(space.ptr);
+  p.tail.workspace = reinterpret_cast<float*>(static_cast<uint8_t*>(space.ptr) + count_bytes);
+  C10_CUDA_CHECK(cudaMemsetAsync(p.tail.arrived, 0, sizeof(int) * 2 * size_t(tail_tiles), stream));
+  return space;
+}
+
+// CTAs of a persistent kernel for its units: one per unit, up to one per SM (a tail split's units
+// are its data-parallel tiles, a whole number of waves, and its parts).
+inline int persistent_units(const HopperParams& p, int tiles) {
+  return p.tail.tiles > 0 ? std::max(tiles - p.tail.tiles, p.tail.tiles * p.tail.parts)
+                          : tiles * p.splits;
+}
+
 // out = the epilogue of the splits' partial sums, added in order.
 template <TcType TOut>
 void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaStream_t stream) {
@@ -219,7 +248,10 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     }
   }
   const int sms = sm_count();
-  p.splits = persistent_splits(pr, p, tiles, sms);
+  const ScratchBuffer tail_space = which == HopperKernel::kWarpSpecialized
+                                       ? tail_split_scratch<BN>(pr, p, tiles, sms, stream)
+                                       : ScratchBuffer();
+  if (p.tail.tiles == 0) p.splits = persistent_splits(pr, p, tiles, sms);
   const int ctas = which == HopperKernel::kMulticast ? 2 : 1;
   // With clusters each CTA loads BN / 2 rows of B (and multicasts them): the box is that tall.
   const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, BN / ctas);
@@ -227,7 +259,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
-  const int units = tiles * p.splits;
+  const int units = persistent_units(p, tiles);
   if (ctas == 1 && which != HopperKernel::kPingPong) {
     launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>, units, sms, map_a, map_b, map_out, p, ep,
                       Cfg::kWsSmemBytes, stream);
@@ -257,21 +289,24 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
 }
 
 // An FP8 kernel (tc:fp8_ws or tc:fp8_ws256) over its tiles of Cfg: A of type TA, B e4m3, both
-// K-major, the output of type TOut, split along K where the tiles leave SMs idle, as launch_typed
-// does.
+// K-major, the output of type TOut, its last wave's tiles or all of them split along K where the
+// tiles leave SMs idle, as launch_typed does.
 template <typename Cfg, TcType TA, TcType TOut, typename Kernel>
 void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();
   const int tiles = p.raster.count();
-  p.splits = persistent_splits(pr, p, tiles, sms);
+  // The tail split in tc:fp8_ws (wgmma_ws_kernel) alone; tc:fp8_ws256's kernel splits K only.
+  const ScratchBuffer tail_space =
+      Cfg::BM == 128 ? tail_split_scratch<Cfg::BN>(pr, p, tiles, sms, stream) : ScratchBuffer();
+  if (p.tail.tiles == 0) p.splits = persistent_splits(pr, p, tiles, sms);
   const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
   const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
+  launch_persistent(kernel, persistent_units(p, tiles), sms, map_a, map_b, map_out, p, ep,
                     Cfg::kWsSmemBytes, stream);
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }

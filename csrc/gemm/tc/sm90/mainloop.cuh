@@ -151,14 +151,14 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
                                               uint64_t* empty, uint32_t rank, int first_unit,
                                               int unit_step) {
   constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
-  const int units = p.raster.count() * p.splits;
   int stage = 0, phase = 0;
-  for (int unit = first_unit; unit < units; unit += unit_step) {
-    int tg, tn, kb, ke;
-    p.raster.coords(unit / p.splits, tg, tn);
-    unit_k_range(p, unit, kb, ke);
+  UnitWalk walk(p, first_unit, unit_step);
+  WorkUnit u;
+  while (walk.next(p, u)) {
+    int tg, tn;
+    p.raster.coords(u.tile, tg, tn);
     const int tm = tg * Ctas + int(rank);
-    for (int kt = kb; kt < ke; ++kt) {
+    for (int kt = u.kb; kt < u.ke; ++kt) {
       mbar_wait(&empty[stage], phase ^ 1);
       uint8_t* dst = ring + stage * Cfg::kStageBytes;
       mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);

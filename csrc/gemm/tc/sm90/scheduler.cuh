@@ -1,11 +1,13 @@
 // The tile scheduler of the persistent Hopper kernels: the work units a CTA takes (a tile, or a
-// pair of tiles for a cluster, with a range of its k-tiles), how many k ranges a small output is
-// split into, and the tile width. The tile order itself is tc::TileRaster (tc/common.cuh): grouped,
+// pair of tiles for a cluster, with a range of its k-tiles; UnitWalk), how many k ranges a small
+// output is split into (split-K) or which tiles of the last wave are cut into k ranges (tail
+// split), and the tile width. The tile order itself is tc::TileRaster (tc/common.cuh): grouped,
 // so that consecutive tiles share rows of A in L2.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "common/launch.cuh"
 #include "gemm/tc/sm90/config.cuh"
@@ -30,6 +32,29 @@ inline int choose_splits(int tiles, int k_tiles, int64_t M, int64_t K, int sms) 
   return int(std::max<int64_t>(1, std::min<int64_t>(want, k_tiles / kSplitMinKTiles)));
 }
 
+// Tail split where whole tiles leave SMs idle: when the tiles fill less than kTailMinBusyPct of
+// their waves (3072 x 1024 in 128 x 128 tiles is 192 tiles, 1.45 waves of 132 SMs: 73%), the
+// partial wave's r tiles (all of them below one wave) are cut into parts = sms / r k ranges, each
+// at least kTailMinKTiles long, one CTA each: the last wave takes 1 / parts of a tile's time.
+// Returns {tiles, parts}, {0, 0} for none. `forced` (a ladder variant's ts<0|1>, -1 if none): 0
+// never, 1 wherever the parts are at least 2 whatever the waves.
+// Measured on an H100 and not kept: stream-K proper, every SM taking an equal run of k-tiles
+// across the last two waves' tiles (3072 x 1024 x 8192: 0.131 ms against 0.094 unsplit; 4096 x
+// 1024 x 32768: 1.01 against 0.40): the SMs then work on k-tiles far apart, and the operands'
+// reuse in L2 across tiles that share a row or a column is gone.
+constexpr int kTailMinBusyPct = 85;
+constexpr int kTailMinKTiles = 8;
+
+inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, int forced) {
+  if (forced == 0 || tiles == 0) return {0, 0};
+  const int64_t waves = (int64_t(tiles) + sms - 1) / sms;
+  const bool idle = int64_t(tiles) * 100 < waves * sms * kTailMinBusyPct;
+  const int r = tiles % sms == 0 ? std::min(tiles, sms) : tiles % sms;
+  const int parts = std::min({sms / r, k_tiles / kTailMinKTiles, kSplitMax});
+  if (parts < 2 || (forced != 1 && !idle)) return {0, 0};
+  return {r, parts};
+}
+
 // The tile width of the persistent kernels for a rows x cols output in 128-row tiles: 256 when
 // those wider tiles still give every SM one, else 128 (twice the tiles). `forced` (a ladder
 // variant's bn<128|256>) wins when non-zero.
@@ -42,11 +67,52 @@ inline int persistent_bn(int64_t rows, int64_t cols, int forced) {
 // instantiates a kernel owns its copy, registered with its own fatbin.
 namespace {
 
-// The k-tiles [kb, ke) of work unit `unit` (its tile is unit / p.splits, its k range unit % splits).
+// The k-tiles [kb, ke) of split-K work unit `unit` (its tile is unit / p.splits, its k range
+// unit % splits).
 __device__ __forceinline__ void unit_k_range(const HopperParams& p, int unit, int& kb, int& ke) {
   kb = (unit % p.splits) * p.k_tiles_per_split;
   ke = min(p.k_tiles, kb + p.k_tiles_per_split);
 }
+
+// One work unit: k-tiles [kb, ke) of raster tile `tile` (k range `split` of split-K); `part` -1
+// for a unit that finishes its tile alone, else its k range's index in a tail-split tile.
+struct WorkUnit {
+  int tile, split, kb, ke, part;
+};
+
+// A CTA's work units in order, the same walk for its producer and its consumers: the
+// data-parallel (or split-K) units first_unit, first_unit + unit_step, ... of the tiles before the
+// tail-split ones (each tile's k ranges consecutive units), then, for CTA b < tiles * parts of a
+// tail split, part b % parts of tail tile b / parts.
+struct UnitWalk {
+  int unit, unit_step, units;
+  int tail_unit;  // -1 once taken, or when the CTA has none
+
+  __device__ UnitWalk(const HopperParams& p, int first_unit, int step)
+      : unit(first_unit),
+        unit_step(step),
+        units((p.raster.count() - p.tail.tiles) * p.splits),
+        tail_unit(int(blockIdx.x) < p.tail.tiles * p.tail.parts ? int(blockIdx.x) : -1) {}
+
+  __device__ __forceinline__ bool next(const HopperParams& p, WorkUnit& u) {
+    if (unit < units) {
+      u.tile = unit / p.splits;
+      u.split = unit % p.splits;
+      unit_k_range(p, unit, u.kb, u.ke);
+      u.part = -1;
+      unit += unit_step;
+      return true;
+    }
+    if (tail_unit < 0) return false;
+    u.tile = p.raster.count() - p.tail.tiles + tail_unit / p.tail.parts;
+    u.split = 0;
+    u.part = tail_unit % p.tail.parts;
+    u.kb = int(int64_t(u.part) * p.k_tiles / p.tail.parts);
+    u.ke = int(int64_t(u.part + 1) * p.k_tiles / p.tail.parts);
+    tail_unit = -1;
+    return true;
+  }
+};
 
 }  // namespace
 
