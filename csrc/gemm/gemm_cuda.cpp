@@ -136,9 +136,15 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
   TcFusion fusion;
   fusion.act = act;
   fusion.want_aux = want_aux;
-  // kAuto and kFusedPingPong: tc:ws_pingpong (kFuseByDefault's measurements).
+  // kFusedPingPong and kAuto: tc:ws_pingpong (kFuseByDefault's measurements), but where
+  // tc:ws_persistent's kernel cuts the last wave's tiles into k ranges (few tiles: the epilogue's
+  // overlap matters less than the idle SMs), which keeps the product bitwise linear's.
+  const int64_t M = x.size(0), K = x.size(1);
+  const bool tail_split = tc_hopper_tail_split_wanted(M, N, K, tc_type_of(x.scalar_type()));
   const TcKernel kernel =
-      form == LinearActForm::kFused ? TcKernel::kWsPersistent : TcKernel::kWsPingPong;
+      form == LinearActForm::kFused || (form == LinearActForm::kAuto && tail_split)
+          ? TcKernel::kWsPersistent
+          : TcKernel::kWsPingPong;
   const at::Tensor out = tc_gemm_cuda(x, weight.t(), add, 1.0, has_bias ? 1.0 : 0.0,
                                       tc_type_of(x.scalar_type()), kernel, -1, {}, &fusion);
   const auto shape = linear_out_shape(input, N);

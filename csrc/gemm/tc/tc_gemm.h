@@ -137,6 +137,11 @@ bool tc_hopper_rs_supports(const TcProblem& p);
 // tc:ws_tf32_rs (reading that operand in place), i.e. when the output needs no split-K, which
 // tc:ws_tf32_rs does not do; otherwise MN-major TF32 operands are transposed for tc:ws_persistent.
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K);
+// True when tc:ws_persistent's kernel, as tc:final runs it, cuts the last wave's tiles of this
+// product (16-bit or TF32 operands of `type`) into k ranges (the tail split), which
+// tc:ws_pingpong's kernel does not: linear_act then fuses its epilogue into the former, so that
+// its product stays bitwise linear's.
+bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type);
 // Ladder steps tc:wgmma, tc:wgmma_tma, tc:ws_persistent, tc:ws_multicast (the same kernel in
 // clusters of two CTAs that multicast the shared B tile), tc:ws_pingpong (each consumer warpgroup
 // owns a tile, the two take turns), and the final choice among the persistent kernels.

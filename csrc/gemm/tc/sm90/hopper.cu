@@ -65,6 +65,7 @@ namespace gemm {
 namespace {
 
 using sm90::choose_splits;
+using sm90::choose_tail_split;
 using sm90::HopperKernel;
 using sm90::kSplitMax;
 using sm90::launch_layout;
@@ -140,6 +141,14 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
   const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
   if (tiles > INT_MAX / kSplitMax) return false;
   return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
+}
+
+bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
+  // tc:ws_persistent's tiles and tail-split choice (launch_layout, tail_split_scratch).
+  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
+  if (tiles > INT_MAX / kSplitMax) return false;
+  const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
+  return k_tiles < INT_MAX && choose_tail_split(int(tiles), int(k_tiles), sm_count(), -1).first > 0;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
