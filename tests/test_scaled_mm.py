@@ -185,8 +185,7 @@ def test_fp8_ws256_matches_fp8_ws():
     """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup) gives every output
     element tc:fp8_ws's sums in the same order: the same bits, on tiles cut at the M and N edges
     (a second warpgroup wholly below M), more tiles than SMs (several per CTA), a long K and a
-    small output split along K the same way by both, and an e5m2 A (shapes where tc:fp8_ws cuts no
-    tile of its last wave into k ranges, which tc:fp8_ws256 does not do)."""
+    small output split along K the same way by both, and an e5m2 A."""
     G = cudasteps.gemm
     shapes = [(1000, 700, 1024), (8192, 1024, 1024), (300, 260, 4099), (64, 64, 8192), (129, 17, 64)]
     for i, (m, n, k) in enumerate(shapes):
@@ -201,11 +200,11 @@ def test_fp8_ws256_matches_fp8_ws():
                 assert_close(wide, a, b, sa, sb, None, torch.bfloat16, f"fp8_ws256 {(m, n, k)}")
 
 
-@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws's tail split needs a compute capability 9.0 GPU")
+@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws needs a compute capability 9.0 GPU")
 @pytest.mark.parametrize("rowwise", [False, True], ids=["per_tensor", "rowwise"])
-def test_fp8_ws_tail_split(rowwise):
-    """Shapes whose tiles leave SMs idle, whose last wave tc:fp8_ws cuts into k ranges (fewer
-    tiles than SMs, and one to two waves of them on an H100): within the bound of the float64
+def test_fp8_ws_idle_sm_shapes(rowwise):
+    """Shapes whose tiles leave SMs idle (fewer tiles than SMs, split along K or not, and one to
+    two waves of them on an H100; tc:fp8_ws takes no tail split): within the bound of the float64
     product, and the same bits on every call."""
     shapes = [(1000, 700, 4096), (1024, 1024, 8192), (1664, 1536, 1000), (129, 131, 4099)]
     for i, (m, n, k) in enumerate(shapes):
@@ -215,7 +214,7 @@ def test_fp8_ws_tail_split(rowwise):
             sa, sb = scales(m, n, "cuda", seed=150 + i, rowwise=rowwise)
             poison("cuda", m * n)
             out = cudasteps.scaled_mm(a, b, sa, sb)
-            assert_close(out, a, b, sa, sb, None, torch.bfloat16, f"tail split {(m, n, k, a_type)}")
+            assert_close(out, a, b, sa, sb, None, torch.bfloat16, f"idle SMs {(m, n, k, a_type)}")
             assert torch.equal(cudasteps.scaled_mm(a, b, sa, sb), out), (m, n, k, a_type)
 
 

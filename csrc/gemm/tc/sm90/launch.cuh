@@ -289,24 +289,21 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
 }
 
 // An FP8 kernel (tc:fp8_ws or tc:fp8_ws256) over its tiles of Cfg: A of type TA, B e4m3, both
-// K-major, the output of type TOut, its last wave's tiles or all of them split along K where the
-// tiles leave SMs idle, as launch_typed does.
+// K-major, the output of type TOut, split along K where the tiles leave SMs idle.
 template <typename Cfg, TcType TA, TcType TOut, typename Kernel>
 void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();
   const int tiles = p.raster.count();
-  // The tail split in tc:fp8_ws (wgmma_ws_kernel) alone; tc:fp8_ws256's kernel splits K only.
-  const ScratchBuffer tail_space =
-      Cfg::BM == 128 ? tail_split_scratch<Cfg::BN>(pr, p, tiles, sms, stream) : ScratchBuffer();
-  if (p.tail.tiles == 0) p.splits = persistent_splits(pr, p, tiles, sms);
+  // No tail split: its fixup is not built into the FP8 kernels (wgmma_ws_kernel).
+  p.splits = persistent_splits(pr, p, tiles, sms);
   const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
   const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  launch_persistent(kernel, persistent_units(p, tiles), sms, map_a, map_b, map_out, p, ep,
+  launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
                     Cfg::kWsSmemBytes, stream);
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
