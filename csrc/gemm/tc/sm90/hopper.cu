@@ -114,6 +114,13 @@ void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   }
 }
 
+// tc:ws_persistent's tiles for an M x N output as tc:final runs it (launch_layout's tile width),
+// or -1 past what problem_params accepts.
+int64_t final_tiles(int64_t M, int64_t N) {
+  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
+  return tiles > INT_MAX / kSplitMax ? -1 : tiles;
+}
+
 }  // namespace
 
 bool tc_hopper_built() {
@@ -137,18 +144,18 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 }
 
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
-  // tc:ws_persistent's tiles and split-K choice (launch_layout, launch_typed) for this size.
-  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
-  if (tiles > INT_MAX / kSplitMax) return false;
-  return choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
+  // tc:ws_persistent's split-K choice (launch_typed) for this size.
+  const int64_t tiles = final_tiles(M, N);
+  return tiles >= 0 &&
+         choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
-  // tc:ws_persistent's tiles and tail-split choice (launch_layout, tail_split_scratch).
-  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
-  if (tiles > INT_MAX / kSplitMax) return false;
+  // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size.
+  const int64_t tiles = final_tiles(M, N);
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
-  return k_tiles < INT_MAX && choose_tail_split(int(tiles), int(k_tiles), sm_count(), -1).first > 0;
+  return tiles >= 0 && k_tiles < INT_MAX &&
+         choose_tail_split(int(tiles), int(k_tiles), sm_count(), -1).first > 0;
 }
 
 void tc_wgmma_launch(const TcProblem& p, cudaStream_t stream) {
