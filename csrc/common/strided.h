@@ -11,8 +11,11 @@
 
 #if defined(__CUDACC__)
 #define CUDASTEPS_HOST_DEVICE __host__ __device__ __forceinline__
+// A loop of constant trip count unrolled in device code (host compilers unroll as they see fit).
+#define CUDASTEPS_UNROLL _Pragma("unroll")
 #else
 #define CUDASTEPS_HOST_DEVICE inline
+#define CUDASTEPS_UNROLL
 #endif
 
 namespace cudasteps {

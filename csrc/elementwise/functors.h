@@ -105,19 +105,21 @@ struct ActFn<Act::kGelu> {
 
 // gelu and its derivative for fp16 and bf16 data, whose results are rounded to 11 and 8 bits (both
 // backends). Both come from the upper tail Q(t) = 1 - Phi(t) of the standard normal, t = |z|:
-//   gelu(z) = z * Phi(z) = z * (z > 0 ? 1 - Q(t) : Q(t)),
+//   gelu(z) = z * Phi(z) = max(z, 0) - t * Q(t),
 //   gelu'(z) = Phi(z) + z * phi(z) = z > 0 ? 1 - R(t) : R(t),   R(t) = Q(t) - t * phi(t),
 // with Q(t) = exp(-t^2 / 2) * s * G(s), s = 1 / (1 + kC t): G is the Mills ratio Q / phi times
-// (1 + kC t) / sqrt(2 pi), a smooth function of s in (0, 1] that an 8th-degree polynomial fits to a
-// relative error of 1.2e-8 for t in [0, 14] (beyond, exp(-t^2 / 2) underflows fp32);
+// (1 + kC t) / sqrt(2 pi), a smooth function of s in (0, 1] that a 6th-degree polynomial fits to a
+// relative error of 6.5e-7 for t in [0, 14] (beyond, exp(-t^2 / 2) underflows fp32);
 // scripts/fit_gelu.py makes and checks the fit. Per element that is one reciprocal, one exp2 and
-// 8 fmas, with no branch and no cancellation in either tail. In fp32 the value and the derivative
-// are within 7.5e-6 of float64 (relative; the rounding of the exp2 argument, at t = 12), 1.8e-6
-// for |z| < 6 and 4e-7 for |z| < 1. torch's formula, 0.5 * z * (1 + erff(z / sqrt(2))), cancels
-// to 0 for z < -5.5 in fp32, and erff costs two coefficient sets (a select per coefficient).
-// The forward kernel is 984 SASS instructions per 32 bf16 elements against 1520 with erff. Measured
-// on an H100 (bf16 8192 x 8192, make bench): forward 0.102 ms against 0.107 ms with erff (88% of
-// copy bandwidth), forward + backward 0.249 ms against 0.268 ms with the previous fit (erfc as
+// 6 fmas, with no branch and no cancellation in either tail. In fp32 the value is within 8e-6 of
+// float64 (relative; the rounding of the exp2 argument, at t = 12), 2.2e-6 for |z| < 6 and 9e-7
+// for |z| < 1; the derivative within 7.3e-6, 1.6e-6 and 7.8e-7. torch's formula,
+// 0.5 * z * (1 + erff(z / sqrt(2))), cancels to 0 for z < -5.5 in fp32, and erff costs two
+// coefficient sets (a select per coefficient). The count matters most in the GEMM's fused epilogue
+// (gemm/tc/sm90/epilogue.cuh), whose time there grows with its instructions: the value is 16
+// instructions (8th-degree fit and a select: 19). Measured on an H100 (bf16 8192 x 8192, make
+// bench) with the 8th-degree fit: forward 0.102 ms against 0.107 ms with erff (88% of copy
+// bandwidth), forward + backward 0.249 ms against 0.268 ms with the previous fit (erfc as
 // t exp(-a^2 + P(t)): two exponentials and a reciprocal per element).
 // fp32 and fp64 data keep ActFn<kGelu>, torch's own formula.
 struct FastGelu {
@@ -143,34 +145,52 @@ struct FastGelu {
     return exp2f(v);
 #endif
   }
-  // Q(t) = e * sg: e = exp(-t^2 / 2), sg = s * G(s).
-  CUDASTEPS_HOST_DEVICE static void tail(float t, float& e, float& sg) {
+  // Q(t) = e * sg: e = exp(-t^2 / 2), sg = s * G(s), for N values of t at once. Each step runs
+  // over all N before the next, so N independent chains sit side by side in the code: the GEMM
+  // epilogue (gemm/tc/sm90/epilogue.cuh) evaluates a fragment's values this way, one warp alone on
+  // its scheduler, and one value's chain at a time (a reciprocal, then 8 dependent fmas) left that
+  // warp waiting on each instruction's latency.
+  template <int N>
+  CUDASTEPS_HOST_DEVICE static void tails(const float (&t)[N], float (&e)[N], float (&sg)[N]) {
     constexpr float kC = 0.265f;
-    const float s = fast_rcp(fma_f32(kC, t, 1.0f));
-    float g = 3.082272038e-02f;
-    g = fma_f32(g, s, -1.442374587e-01f);
-    g = fma_f32(g, s, 2.178327590e-01f);
-    g = fma_f32(g, s, -1.163825095e-01f);
-    g = fma_f32(g, s, 1.379665732e-01f);
-    g = fma_f32(g, s, 6.030746177e-02f);
-    g = fma_f32(g, s, 1.027024090e-01f);
-    g = fma_f32(g, s, 1.052464694e-01f);
-    g = fma_f32(g, s, 1.057415754e-01f);
-    e = fast_exp2(t * t * -0.72134752044448170368f);  // -log2(e) / 2
-    sg = s * g;
+    constexpr int kTerms = 7;  // G's coefficients, highest power first (scripts/fit_gelu.py)
+    constexpr float kG[kTerms] = {-6.778617203e-02f, 1.952697039e-01f, -6.635726988e-02f,
+                                  1.424882859e-01f,  8.294910938e-02f, 1.078361273e-01f,
+                                  1.055999026e-01f};
+    float s[N], g[N];
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) s[i] = fast_rcp(fma_f32(kC, t[i], 1.0f));
+    constexpr float kHalfLog2e = -0.72134752044448170368f;  // -log2(e) / 2
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) e[i] = fast_exp2(t[i] * t[i] * kHalfLog2e);
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) g[i] = kG[0];
+    CUDASTEPS_UNROLL for (int c = 1; c < kTerms; ++c) {
+      CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) g[i] = fma_f32(g[i], s[i], kG[c]);
+    }
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) sg[i] = s[i] * g[i];
+  }
+  // gelu(z) for N values in place (the same numbers as value(), which is values<1>).
+  template <int N>
+  CUDASTEPS_HOST_DEVICE static void values(float (&z)[N]) {
+    float t[N], e[N], sg[N];
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) t[i] = fabsf(z[i]);
+    tails<N>(t, e, sg);
+    // z (1 - Q) for z > 0 and z Q below are max(z, 0) - |z| Q: two min/max and an fma, not a
+    // subtraction, a compare, a select and a product. |z| is capped at 16, where Q is 0 anyway, so
+    // that gelu(inf) = inf (not inf * 0); gelu(-inf) = 0, its limit (torch's formula gives NaN).
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) {
+      z[i] = fma_f32(-fminf(t[i], 16.0f), e[i] * sg[i], fmaxf(z[i], 0.0f));
+    }
   }
   CUDASTEPS_HOST_DEVICE static float value(float z) {
-    float e, sg;
-    tail(z < 0.0f ? -z : z, e, sg);
-    const float q = e * sg;
-    return z * (z > 0.0f ? 1.0f - q : q);
+    float v[1] = {z};
+    values<1>(v);
+    return v[0];
   }
   CUDASTEPS_HOST_DEVICE static float deriv(float z) {
     constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-    const float t = z < 0.0f ? -z : z;
-    float e, sg;
-    tail(t, e, sg);
-    const float r = e * fma_f32(t, -kInvSqrt2Pi, sg);  // Q(t) - t phi(t)
+    const float t[1] = {z < 0.0f ? -z : z};
+    float e[1], sg[1];
+    tails<1>(t, e, sg);
+    const float r = e[0] * fma_f32(t[0], -kInvSqrt2Pi, sg[0]);  // Q(t) - t phi(t)
     return z > 0.0f ? 1.0f - r : r;
   }
 };
@@ -195,6 +215,43 @@ struct ActFn<Act::kGeluTanh> {
     const Acc right = Acc(1) + t;
     const Acc inner_deriv = kBeta * (Acc(1) + Acc(3) * kKappa * z2);
     return Acc(0.5) * right + left * (Acc(1) - t * t) * inner_deriv;
+  }
+};
+
+// gelu_tanh and its derivative for fp16 and bf16 data, as z * sigmoid(2u),
+// u = sqrt(2/pi) (z + 0.044715 z^3): 0.5 (1 + tanh(u)) is sigmoid(2u) = 1 / (1 + e), e = exp(-2u),
+// which is one exp2 and one reciprocal (MUFU instructions) and 5 fp32 operations, with no branch
+// and no cancellation in the lower tail, where 1 + tanh(u) cancels (tanhf itself is ~20
+// instructions with a branch). Within 1e-5 (relative) of float64 for |z| < 9 (1e-6 for |z| < 4),
+// so fp16/bf16 results are those of torch's formula up to rounding.
+// Derivative: s + z s (1 - s) 2u', with 1 - s = e s computed without cancellation.
+struct FastGeluTanh {
+  // -2 log2(e) sqrt(2/pi) and its multiple by 0.044715: 2^(z (kA + kB z^2)) = exp(-2u).
+  static constexpr float kA = -2.3022082f;
+  static constexpr float kB = -0.10294324f;
+  template <int N>
+  CUDASTEPS_HOST_DEVICE static void values(float (&z)[N]) {
+    float e[N];
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) e[i] = z[i] * fma_f32(kB, z[i] * z[i], kA);
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) e[i] = FastGelu::fast_exp2(e[i]);
+    // e = inf (z < -10): z * rcp(inf) = -0, as torch's formula gives there.
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) z[i] = z[i] * FastGelu::fast_rcp(1.0f + e[i]);
+  }
+  CUDASTEPS_HOST_DEVICE static float value(float z) {
+    float v[1] = {z};
+    values<1>(v);
+    return v[0];
+  }
+  CUDASTEPS_HOST_DEVICE static float deriv(float z) {
+    constexpr float kBeta2 = 1.5957691216057308f;  // 2 sqrt(2 / pi)
+    constexpr float kBeta2Kappa3 = 0.21406445f;  // 2 sqrt(2 / pi) * 3 * 0.044715
+    const float z2 = z * z;
+    const float e = FastGelu::fast_exp2(z * fma_f32(kB, z2, kA));
+    const float s = FastGelu::fast_rcp(1.0f + e);
+    const float d = fma_f32(z * s * (e * s), fma_f32(kBeta2Kappa3, z2, kBeta2), s);
+    // e = inf (z < -10) would make inf * 0 = NaN; the derivative is below 1e-35 there: 0, as
+    // torch's formula gives. A NaN z keeps its NaN.
+    return !(e > 3.0e38f) ? d : 0.0f;
   }
 };
 
@@ -291,25 +348,48 @@ struct BiasActGradOp {
   }
 };
 
-// The forward and backward ops with FastGelu (fp16/bf16 data, fp32 math).
-struct BiasFastGeluOp {
-  CUDASTEPS_HOST_DEVICE float operator()(float a, float v) const { return FastGelu::value(a + v); }
+// The forward and backward ops with FastGelu or FastGeluTanh (fp16/bf16 data, fp32 math).
+template <typename Fast>
+struct BiasFastOp {
+  CUDASTEPS_HOST_DEVICE float operator()(float a, float v) const { return Fast::value(a + v); }
 };
-struct BiasFastGeluGradOp {
+template <typename Fast>
+struct BiasFastGradOp {
   CUDASTEPS_HOST_DEVICE float operator()(float g, float a, float v) const {
-    return g * FastGelu::deriv(a + v);
+    return g * Fast::deriv(a + v);
   }
 };
 
 // The functors bias_act and its backward run for data of type T on both backends: FastGelu's
 // value and derivative for fp16 and bf16 gelu (within those types' rounding in both tails, where
-// the fp32 0.5 * (1 + erff(z / sqrt(2))) cancels), ActFn<A> otherwise.
+// the fp32 0.5 * (1 + erff(z / sqrt(2))) cancels), FastGeluTanh's for their gelu_tanh, ActFn<A>
+// otherwise.
 template <Act A, typename T>
 constexpr bool kUseFastGelu = A == Act::kGelu && sizeof(T) == 2;
 template <Act A, typename T>
-using BiasActOpFor = std::conditional_t<kUseFastGelu<A, T>, BiasFastGeluOp, BiasActOp<A>>;
+constexpr bool kUseFastGeluTanh = A == Act::kGeluTanh && sizeof(T) == 2;
 template <Act A, typename T>
-using BiasActGradOpFor = std::conditional_t<kUseFastGelu<A, T>, BiasFastGeluGradOp, BiasActGradOp<A>>;
+using BiasActOpFor = std::conditional_t<
+    kUseFastGelu<A, T>, BiasFastOp<FastGelu>,
+    std::conditional_t<kUseFastGeluTanh<A, T>, BiasFastOp<FastGeluTanh>, BiasActOp<A>>>;
+template <Act A, typename T>
+using BiasActGradOpFor =
+    std::conditional_t<kUseFastGelu<A, T>, BiasFastGradOp<FastGelu>,
+                       std::conditional_t<kUseFastGeluTanh<A, T>, BiasFastGradOp<FastGeluTanh>,
+                                          BiasActGradOp<A>>>;
+
+// act(z) in place for N values of data type T, the function BiasActOpFor<A, T> applies to one:
+// FastGelu's and FastGeluTanh's N chains side by side (their values<N>), the others one by one.
+template <Act A, typename T, int N>
+CUDASTEPS_HOST_DEVICE void act_values(float (&z)[N]) {
+  if constexpr (kUseFastGelu<A, T>) {
+    FastGelu::values<N>(z);
+  } else if constexpr (kUseFastGeluTanh<A, T>) {
+    FastGeluTanh::values<N>(z);
+  } else {
+    CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) z[i] = ActFn<A>::value(z[i]);
+  }
+}
 
 // sum_leading: g * a (a is 1 when there is no second operand; v is unused).
 template <bool kHasOther>

@@ -133,6 +133,14 @@ struct Epilogue {
     return act != elementwise::Act::kNone || aux != nullptr || bias_f32 != nullptr;
   }
 
+  // The addend is a row the fused stage reads in pairs (a bias: broadcast over rows, contiguous,
+  // 4-byte aligned, N even), as it reads linear_act's: act(alpha * acc + beta * addend) with
+  // act = none is then the plain stage's value, the same fp32 operations.
+  __host__ __device__ __forceinline__ bool addend_is_pair_row() const {
+    return addend != nullptr && add_s0 == 0 && add_s1 == 1 && N % 2 == 0 &&
+           reinterpret_cast<uintptr_t>(addend) % 4 == 0;
+  }
+
   // act(product + add) in fp32, with bias_act's functor for this output type.
   template <elementwise::Act A>
   static __device__ __forceinline__ float activated(float product, float add) {

@@ -105,29 +105,17 @@ __device__ __forceinline__ void load_bias_pairs(const Epilogue<T>& ep, int j_fir
   }
 }
 
-// Outputs (m, n) and (m, n + 1) of accumulator pair (j, h) of this thread (the layout above).
-// `bias`: the pair's bias (kFused only, from load_bias_pairs).
-template <TcType T, int BN, StageMode kMode, Act A>
+// Outputs (m, n) and (m, n + 1) of accumulator pair (j, h) of this thread (the layout above), in
+// the modes other than kFused.
+template <TcType T, int BN, StageMode kMode>
 __device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float (&d)[BN / 2], int j,
-                                              int h, int64_t m0, int64_t n0, float2 bias) {
+                                              int h, int64_t m0, int64_t n0) {
   const int t = threadIdx.x % 128;
   const int64_t m = m0 + (t / 32) * 16 + (t % 32) / 4 + 8 * h;
   const int64_t n = n0 + 8 * j + 2 * (t % 4);
   const float a0 = ep.alpha * d[4 * j + 2 * h], a1 = ep.alpha * d[4 * j + 2 * h + 1];
-  if constexpr (kMode == StageMode::kFused) {
-    // Outside the matrix the values are computed but never stored (the TMA store clips them);
-    // only aux's own stores are checked. n < N implies n + 1 < N (N is a multiple of the pairs).
-    if (ep.aux != nullptr && m < ep.M && n < ep.N) {
-      auto* dst = ep.aux + m * ep.ldo + n;
-      if constexpr (T == TcType::kTF32) {
-        *reinterpret_cast<float2*>(dst) = make_float2(a0, a1);
-      } else {
-        *reinterpret_cast<uint32_t*>(dst) = tc::Elem<T>::pack2(a0, a1);
-      }
-    }
-    return make_float2(Epilogue<T>::template activated<A>(a0, bias.x),
-                       Epilogue<T>::template activated<A>(a1, bias.y));
-  } else if constexpr (kMode == StageMode::kPlain) {
+  static_assert(kMode != StageMode::kFused, "the fused stage stages its rounds itself");
+  if constexpr (kMode == StageMode::kPlain) {
     return make_float2(a0, a1);
   } else if constexpr (kMode == StageMode::kAddend) {
     using Src = tc::Elem<T>;
@@ -140,13 +128,31 @@ __device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float
   }
 }
 
+// The 16-bit staging of one stmatrix_x4: this lane's place in `staging` for column blocks j0 and
+// j0 + 1 (lane 8q + i gives row i of matrix q: rows 8(q % 2) + i of the warp's 16, column block
+// j0 + q / 2) and the four pairs (j0, h 0), (j0, h 1), (j0 + 1, h 0), (j0 + 1, h 1) of the thread.
+template <TcType T, int kRoundCols>
+__device__ __forceinline__ void stage_pairs_16bit(uint8_t* staging, int j0, float2 v00, float2 v01,
+                                                  float2 v10, float2 v11) {
+  using Out = tc::Elem<T>;
+  constexpr int kBoxCols = 64;  // 128 bytes of 16-bit values
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const int q = lane / 8, i = lane % 8;
+  const int r = warp * 16 + 8 * (q % 2) + i;  // the row this lane addresses (r % 8 == i)
+  const int c = 8 * (j0 + q / 2);              // first column of this lane's 8 x 8 matrix
+  const int box = (c % kRoundCols) / kBoxCols, chunk = (c % kBoxCols) / 8;
+  stmatrix_x4(smem_u32(staging + box * (64 * 128) + r * 128 + ((chunk ^ i) * 16)),
+              Out::pack2(v00.x, v00.y), Out::pack2(v01.x, v01.y), Out::pack2(v10.x, v10.y),
+              Out::pack2(v11.x, v11.y));
+}
+
 // Writes columns [kRound * kRoundCols, (kRound + 1) * kRoundCols) of this warpgroup's 64 x BN block
 // into `staging`: kStoreBoxes boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk
 // c of row r sits at chunk c ^ (r % 8)). 16-bit outputs go out with stmatrix, two 16 x 8 column
-// blocks per instruction (lane 8q + i gives row i of matrix q: rows 8(q % 2) + i of the warp's 16,
-// column block j0 + q / 2); fp32 outputs with 8-byte stores, which the swizzle keeps free of bank
-// conflicts (the 8 rows a warp writes at once land in 8 different 16-byte bank groups).
-template <TcType T, int BN, StageMode kMode, int kRound, Act A>
+// blocks per instruction (stage_pairs_16bit); fp32 outputs with 8-byte stores, which the swizzle
+// keeps free of bank conflicts (the 8 rows a warp writes at once land in 8 different 16-byte bank
+// groups). Every mode but kFused (stage_round_fused).
+template <TcType T, int BN, StageMode kMode, int kRound>
 __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (&d)[BN / 2], int64_t m0,
                                             int64_t n0, uint8_t* staging) {
   using E = typename tc::Elem<T>::type;
@@ -154,13 +160,6 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
   constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * kBoxCols;
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
-  float2 bias[kJs];
-  if constexpr (kMode == StageMode::kFused) {
-    load_bias_pairs<T, kJs>(ep, kJ0, n0, bias);
-  } else {
-#pragma unroll
-    for (int jr = 0; jr < kJs; ++jr) bias[jr] = make_float2(0.f, 0.f);  // unused
-  }
   if constexpr (T == TcType::kTF32) {
 #pragma unroll
     for (int j = kJ0; j < kJ0 + kJs; ++j) {
@@ -171,25 +170,65 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
         const int box = (c % kRoundCols) / kBoxCols, byte = (c % kBoxCols) * 4;
         *reinterpret_cast<float2*>(staging + box * (64 * 128) + r * 128 +
                                    (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
-            output_pair<T, BN, kMode, A>(ep, d, j, h, m0, n0, bias[j - kJ0]);
+            output_pair<T, BN, kMode>(ep, d, j, h, m0, n0);
       }
     }
   } else {
-    using Out = tc::Elem<T>;
-    const int q = lane / 8, i = lane % 8;
-    const int r = warp * 16 + 8 * (q % 2) + i;  // the row this lane addresses (r % 8 == i)
 #pragma unroll
     for (int j0 = kJ0; j0 < kJ0 + kJs; j0 += 2) {
-      const float2 v00 = output_pair<T, BN, kMode, A>(ep, d, j0, 0, m0, n0, bias[j0 - kJ0]);
-      const float2 v01 = output_pair<T, BN, kMode, A>(ep, d, j0, 1, m0, n0, bias[j0 - kJ0]);
-      const float2 v10 = output_pair<T, BN, kMode, A>(ep, d, j0 + 1, 0, m0, n0, bias[j0 + 1 - kJ0]);
-      const float2 v11 = output_pair<T, BN, kMode, A>(ep, d, j0 + 1, 1, m0, n0, bias[j0 + 1 - kJ0]);
-      const int c = 8 * (j0 + q / 2);  // first column of this lane's 8 x 8 matrix
-      const int box = (c % kRoundCols) / kBoxCols, chunk = (c % kBoxCols) / 8;
-      stmatrix_x4(smem_u32(staging + box * (64 * 128) + r * 128 + ((chunk ^ i) * 16)),
-                  Out::pack2(v00.x, v00.y), Out::pack2(v01.x, v01.y), Out::pack2(v10.x, v10.y),
-                  Out::pack2(v11.x, v11.y));
+      stage_pairs_16bit<T, kRoundCols>(staging, j0, output_pair<T, BN, kMode>(ep, d, j0, 0, m0, n0),
+                                       output_pair<T, BN, kMode>(ep, d, j0, 1, m0, n0),
+                                       output_pair<T, BN, kMode>(ep, d, j0 + 1, 0, m0, n0),
+                                       output_pair<T, BN, kMode>(ep, d, j0 + 1, 1, m0, n0));
     }
+  }
+}
+
+// linear_act's fused stage for one round (16-bit outputs; stage_round's layout): each value is
+// act(alpha * acc + beta * bias), aux gets alpha * acc (kAux: the kernel's aux is stored where
+// there is one; without kAux, none is, and its predicated instructions are not there either).
+// Outside the matrix the values are computed but never stored (the TMA store clips them); only
+// the bias loads and aux's stores are checked, and which of this thread's aux rows and column
+// blocks lie inside is worked out once per round (N is a multiple of the pairs: n < N implies
+// n + 1 < N). The activation runs on the 8 values of one stmatrix (elementwise::act_values).
+// What this stage costs is its instruction count: under tc:ws_pingpong's main loop each
+// instruction of the epilogue still takes about a cycle from the tensor pipe (ncu, H100, 8192 x
+// 2048 -> 8192 bf16: plain 74M warp instructions 0.42 ms, relu 99M 0.45 ms, gelu 139M 0.51 ms,
+// gelu with its values' chains side by side or one by one alike). Hence the lean FastGelu and
+// FastGeluTanh (elementwise/functors.h) and the stage without aux.
+template <TcType T, int BN, int kRound, Act A, bool kAux>
+__device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const float (&d)[BN / 2],
+                                                  int64_t m0, int64_t n0, uint8_t* staging) {
+  static_assert(T != TcType::kTF32, "linear_act's fused stage is built for 16-bit outputs");
+  using E = typename tc::Elem<T>::type;
+  constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * (128 / int(sizeof(E)));
+  constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  float2 bias[kJs];
+  load_bias_pairs<T, kJs>(ep, kJ0, n0, bias);
+  // aux: this thread's rows m, m + 8 and its columns n + 8 jr (jr < kJs) of the round.
+  const int64_t m = m0 + warp * 16 + lane / 4, n = n0 + 8 * kJ0 + 2 * (lane % 4);
+  E* const aux = kAux && ep.aux != nullptr ? ep.aux + m * ep.ldo + n : nullptr;
+  const bool aux_row[2] = {aux != nullptr && m < ep.M, aux != nullptr && m + 8 < ep.M};
+  uint32_t aux_cols = 0;  // bit jr: column block kJ0 + jr lies inside
+#pragma unroll
+  for (int jr = 0; jr < kJs; ++jr) aux_cols |= uint32_t(n + 8 * jr < ep.N) << jr;
+#pragma unroll
+  for (int j0 = kJ0; j0 < kJ0 + kJs; j0 += 2) {
+    float z[8];  // pairs (j0, h 0), (j0, h 1), (j0 + 1, h 0), (j0 + 1, h 1)
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const int j = j0 + p / 2, h = p % 2, jr = j - kJ0;
+      const float a0 = ep.alpha * d[4 * j + 2 * h], a1 = ep.alpha * d[4 * j + 2 * h + 1];
+      if (kAux && aux_row[h] && ((aux_cols >> jr) & 1u)) {
+        *reinterpret_cast<uint32_t*>(aux + h * 8 * ep.ldo + 8 * jr) = tc::Elem<T>::pack2(a0, a1);
+      }
+      z[2 * p] = a0 + bias[jr].x;
+      z[2 * p + 1] = a1 + bias[jr].y;
+    }
+    elementwise::act_values<A, E, 8>(z);
+    stage_pairs_16bit<T, kRoundCols>(staging, j0, make_float2(z[0], z[1]), make_float2(z[2], z[3]),
+                                     make_float2(z[4], z[5]), make_float2(z[6], z[7]));
   }
 }
 
@@ -199,7 +238,7 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
 // `staging` are waited for, before `staging` is written again. Round kRound, then the next: the
 // rounds are template arguments, so every accumulator index is a constant (a runtime round index
 // leaves ptxas unsure which registers the epilogue reads, and it then serializes the wgmmas).
-template <TcType T, int BN, StageMode kMode, Act A = Act::kNone, int kRound = 0>
+template <TcType T, int BN, StageMode kMode, Act A = Act::kNone, bool kAux = false, int kRound = 0>
 __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CUtensorMap* map_out,
                                                  const float (&d)[BN / 2], int64_t m0, int64_t n0,
                                                  uint8_t* staging, int bar_id) {
@@ -212,7 +251,11 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
   // waited for only now, so a tile's final stores run on under the next tile's main loop.
   if (t == 0) bulk_wait_read();
   warpgroup_barrier(bar_id);
-  stage_round<T, BN, kMode, kRound, A>(ep, d, m0, n0, staging);
+  if constexpr (kMode == StageMode::kFused) {
+    stage_round_fused<T, BN, kRound, A, kAux>(ep, d, m0, n0, staging);
+  } else {
+    stage_round<T, BN, kMode, kRound>(ep, d, m0, n0, staging);
+  }
   fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
   warpgroup_barrier(bar_id);
   if (t == 0) {
@@ -224,23 +267,31 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
     bulk_commit();
   }
   if constexpr ((kRound + 1) * kRoundCols < BN) {
-    store_rounds_tma<T, BN, kMode, A, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
+    store_rounds_tma<T, BN, kMode, A, kAux, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
   }
 }
 
 // This warpgroup's 64 x BN block at (m0, n0) through store_rounds_tma, in the mode its place needs.
 // kFusable: the kernel takes linear_act's fused stage (tc:ws_pingpong's and tc:ws_persistent's
-// for 16-bit K-major operands; the others are not built with it).
+// for 16-bit K-major operands; the others are not built with it). There a bias row that the fused
+// stage can read in pairs (linear's bias) takes it too, with no activation and no aux: kAddend's
+// one 16-bit load per value cost linear 8% over the plain product (8192 x 2048 -> 8192 bf16, H100).
 template <TcType T, int BN, bool kFusable = false>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
                                                        const float (&d)[BN / 2], int64_t m0,
                                                        int64_t n0, uint8_t* staging, int bar_id) {
   if constexpr (kFusable) {
+    if (ep.act == Act::kNone && ep.aux == nullptr && ep.addend_is_pair_row()) {
+      // linear's bias: the fused stage without activation and without aux's stores (whose
+      // predicated instructions still take issue slots).
+      return store_rounds_tma<T, BN, StageMode::kFused, Act::kNone, false>(ep, map_out, d, m0, n0,
+                                                                           staging, bar_id);
+    }
     if (ep.fused()) {
       return tc::with_act(ep.act, [&](auto act) {
-        store_rounds_tma<T, BN, StageMode::kFused, decltype(act)::value>(ep, map_out, d, m0, n0,
-                                                                       staging, bar_id);
+        store_rounds_tma<T, BN, StageMode::kFused, decltype(act)::value, true>(ep, map_out, d, m0,
+                                                                             n0, staging, bar_id);
       });
     }
   }
