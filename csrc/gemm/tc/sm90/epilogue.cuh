@@ -185,8 +185,9 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
 }
 
 // linear_act's fused stage for one round (16-bit outputs; stage_round's layout): each value is
-// act(alpha * acc + beta * bias), aux gets alpha * acc (kAux: the kernel's aux is stored where
-// there is one; without kAux, none is, and its predicated instructions are not there either).
+// act(alpha * acc + beta * bias), aux gets alpha * acc (kAux, the kernels' outputs that have an
+// aux; without it, linear_act's inference and linear's bias, the aux stores' predicated
+// instructions are not there to take issue slots).
 // Outside the matrix the values are computed but never stored (the TMA store clips them); only
 // the bias loads and aux's stores are checked, and which of this thread's aux rows and column
 // blocks lie inside is worked out once per round (N is a multiple of the pairs: n < N implies
@@ -282,16 +283,16 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const float (&d)[BN / 2], int64_t m0,
                                                        int64_t n0, uint8_t* staging, int bar_id) {
   if constexpr (kFusable) {
-    if (ep.act == Act::kNone && ep.aux == nullptr && ep.addend_is_pair_row()) {
-      // linear's bias: the fused stage without activation and without aux's stores (whose
-      // predicated instructions still take issue slots).
-      return store_rounds_tma<T, BN, StageMode::kFused, Act::kNone, false>(ep, map_out, d, m0, n0,
-                                                                           staging, bar_id);
-    }
-    if (ep.fused()) {
+    if (ep.fused() || ep.addend_is_pair_row()) {  // the latter: act none, no aux
       return tc::with_act(ep.act, [&](auto act) {
-        store_rounds_tma<T, BN, StageMode::kFused, decltype(act)::value, true>(ep, map_out, d, m0,
-                                                                             n0, staging, bar_id);
+        constexpr Act A = decltype(act)::value;
+        if (ep.aux != nullptr) {
+          store_rounds_tma<T, BN, StageMode::kFused, A, true>(ep, map_out, d, m0, n0, staging,
+                                                             bar_id);
+        } else {
+          store_rounds_tma<T, BN, StageMode::kFused, A, false>(ep, map_out, d, m0, n0, staging,
+                                                              bar_id);
+        }
       });
     }
   }
