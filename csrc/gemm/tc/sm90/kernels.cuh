@@ -506,8 +506,9 @@ __global__ void __launch_bounds__(384, 1)
         // linear_act's fused stage, as in tc:ws_persistent (16-bit K-major operands only), here
         // under the other warpgroup's main loop.
         constexpr bool kFusable = AK && BKm && T != TcType::kTF32;
-        store_accumulators_tma<T, BN, kFusable>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
-        store_accumulators_tma<T, BN, kFusable>(ep, &map_out, d1, m0 + 64, n0, my_staging, 1 + c);
+        store_accumulators_tma<T, BN, kFusable, true>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
+        store_accumulators_tma<T, BN, kFusable, true>(ep, &map_out, d1, m0 + 64, n0, my_staging,
+                                                      1 + c);
       } else if (p.splits == 1) {
         store_accumulators<T, BN>(ep, d0, m0, n0);
         store_accumulators<T, BN>(ep, d1, m0 + 64, n0);
