@@ -118,9 +118,9 @@ struct ActFn<Act::kGelu> {
 // coefficient sets (a select per coefficient). The count matters most in the GEMM's fused epilogue
 // (gemm/tc/sm90/epilogue.cuh), whose time there grows with its instructions: the value is 16
 // instructions (8th-degree fit and a select: 19). Measured on an H100 (bf16 8192 x 8192, make
-// bench) with the 8th-degree fit: forward 0.102 ms against 0.107 ms with erff (88% of copy
-// bandwidth), forward + backward 0.249 ms against 0.268 ms with the previous fit (erfc as
-// t exp(-a^2 + P(t)): two exponentials and a reciprocal per element).
+// bench): forward 0.095 ms (94% of copy bandwidth) against 0.102 ms with the 8th-degree fit and
+// 0.107 ms with erff; forward + backward 0.243 ms, 0.248 ms with the 8th-degree fit, 0.268 ms
+// with the fit before it (erfc as t exp(-a^2 + P(t)): two exponentials and a reciprocal).
 // fp32 and fp64 data keep ActFn<kGelu>, torch's own formula.
 struct FastGelu {
   // 1 / v for v >= 1 and 2^v, each one MUFU instruction on the GPU (rcp/ex2.approx.ftz, 1-2 ulp).
