@@ -145,11 +145,10 @@ struct FastGelu {
     return exp2f(v);
 #endif
   }
-  // Q(t) = e * sg: e = exp(-t^2 / 2), sg = s * G(s), for N values of t at once. Each step runs
-  // over all N before the next, so N independent chains sit side by side in the code: the GEMM
-  // epilogue (gemm/tc/sm90/epilogue.cuh) evaluates a fragment's values this way, one warp alone on
-  // its scheduler, and one value's chain at a time (a reciprocal, then 8 dependent fmas) left that
-  // warp waiting on each instruction's latency.
+  // Q(t) = e * sg: e = exp(-t^2 / 2), sg = s * G(s), for N values of t at once, each step over
+  // all N before the next (the GEMM epilogue passes the 8 values of one stmatrix). Measured there,
+  // that order and one value's chain at a time took the same time: what the epilogue pays for is
+  // its instruction count (gemm/tc/sm90/epilogue.cuh), not these chains' latency.
   template <int N>
   CUDASTEPS_HOST_DEVICE static void tails(const float (&t)[N], float (&e)[N], float (&sg)[N]) {
     constexpr float kC = 0.265f;

@@ -8,8 +8,9 @@
 //   * tail_split_fixup: the parts of a tile the tail split cut into k ranges, added up in k order
 //     by the last to arrive (deterministic), which then stores the tile as any other;
 //   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_pingpong's
-//     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step): each
-//     value staged is act(alpha * acc + beta * addend), and aux gets alpha * acc.
+//     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step and
+//     linear's bias row): each value staged is act(alpha * acc + beta * addend), and aux gets
+//     alpha * acc; its cost is its instruction count (stage_round_fused).
 //     Done round by round as the values are staged, so that few values are live at once: applied
 //     to all the accumulators first, the kernel with 128 x 256 tiles ran out of its 168 registers
 //     (684 bytes of spills) and took 0.78 ms where linear and bias_act took 0.47.
