@@ -780,11 +780,14 @@ def _gelu_tail_inputs(dtype, device, n):
     return z.to(dtype).to(device)
 
 
-def _gelu_reference(z, act):
-    """gelu / gelu_tanh of float64 z and their derivatives, in forms that do not cancel in the
-    lower tail (0.5 * (1 + erf) and 0.5 * (1 + tanh) do, even in float64), and the two terms'
-    magnitude of each derivative (it crosses zero near z = -0.75, where only an absolute slack of
-    that size makes sense)."""
+def _fast_act_reference(z, act):
+    """gelu / gelu_tanh / silu of float64 z and their derivatives, in forms that do not cancel in
+    the lower tail (0.5 * (1 + erf) and 0.5 * (1 + tanh) do, even in float64), and the two terms'
+    magnitude of each derivative (it crosses zero, near z = -0.75 for gelu, where only an absolute
+    slack of that size makes sense)."""
+    if act == "silu":
+        s, one_minus_s = torch.sigmoid(z), torch.sigmoid(-z)
+        return z * s, s + z * s * one_minus_s, s + (z * s * one_minus_s).abs()
     if act == "gelu":
         cdf = 0.5 * torch.special.erfc(-z / 2**0.5)
         pdf = torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5
@@ -798,17 +801,18 @@ def _gelu_reference(z, act):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
-def test_gelu_elementwise_accuracy_in_the_tails(device, dtype, act):
-    """Every element, not only the norm: the fp16/bf16 gelu and gelu_tanh and their derivatives
-    (FastGelu, the Mills-ratio fit; FastGeluTanh, z * sigmoid(2u)) stay within the output rounding
-    of a float64 reference in both tails, where they are tiny and torch's 0.5 * (1 + erf(...)) or
-    0.5 * (1 + tanh(...)) in fp32 would cancel to nothing."""
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "silu"])
+def test_fast_activations_accuracy_in_the_tails(device, dtype, act):
+    """Every element, not only the norm: the fp16/bf16 gelu, gelu_tanh and silu and their
+    derivatives (FastGelu, the Mills-ratio fit; FastGeluTanh, z * sigmoid(2u); FastSilu, exp2 and
+    a reciprocal) stay within the output rounding of a float64 reference in both tails, where
+    gelu's are tiny and torch's 0.5 * (1 + erf(...)) or 0.5 * (1 + tanh(...)) in fp32 would cancel
+    to nothing."""
     rtol = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}[dtype]
     # fp16's subnormal spacing; bf16 has fp32's range, so its tail values keep full precision
     # (gelu_tanh's down to 1e-33, z > -10: below, its exp2 and reciprocal leave fp32's normal
     # range and flush to 0, as torch's formula does from z < -5.6 on).
-    tiny = {torch.float16: 2.0**-24, torch.bfloat16: 1e-38 if act == "gelu" else 1e-33}[dtype]
+    tiny = {torch.float16: 2.0**-24, torch.bfloat16: 1e-33 if act == "gelu_tanh" else 1e-38}[dtype]
     n = 4001
     flat = _gelu_tail_inputs(dtype, device, n).view(1, n)
     # Three kernels: no bias (the flat kernel), and a bias over 8 rows of 496 (the row kernel's
@@ -821,7 +825,7 @@ def test_gelu_elementwise_accuracy_in_the_tails(device, dtype, act):
     ]
     for x, bias in cases:
         z = x.double().cpu() + (bias.double().cpu() if bias is not None else 0.0)
-        ref_y, ref_gx, terms = _gelu_reference(z, act)
+        ref_y, ref_gx, terms = _fast_act_reference(z, act)
         # An absolute slack for the derivative in units of its two terms' magnitude (fp32 math
         # keeps ~1e-7 of it), relative everywhere else.
         deriv_slack = 1e-6 * terms

@@ -144,7 +144,7 @@ struct Epilogue {
   // act(product + add) in fp32, with bias_act's functor for this output type.
   template <elementwise::Act A>
   static __device__ __forceinline__ float activated(float product, float add) {
-    return elementwise::BiasActOpFor<A, E>()(product, add);  // FastGelu for 16-bit E
+    return elementwise::BiasActOpFor<A, E>()(product, add);  // the Fast* forms for 16-bit E
   }
 
   // One element of the fused stage (split-K's reduce; the Hopper kernel stages whole fragments,
