@@ -166,7 +166,7 @@ struct FastGelu {
     }
     CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) sg[i] = s[i] * g[i];
   }
-  // gelu(z) for N values in place (the same numbers as value(), which is values<1>).
+  // gelu(z) for N values in place.
   template <int N>
   CUDASTEPS_HOST_DEVICE static void values(float (&z)[N]) {
     float t[N], e[N], sg[N];
@@ -178,11 +178,6 @@ struct FastGelu {
     CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) {
       z[i] = fma_f32(-fminf(t[i], 16.0f), e[i] * sg[i], fmaxf(z[i], 0.0f));
     }
-  }
-  CUDASTEPS_HOST_DEVICE static float value(float z) {
-    float v[1] = {z};
-    values<1>(v);
-    return v[0];
   }
   CUDASTEPS_HOST_DEVICE static float deriv(float z) {
     constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
@@ -236,11 +231,6 @@ struct FastGeluTanh {
     // e = inf (z < -10): z * rcp(inf) = -0, as torch's formula gives there.
     CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) z[i] = z[i] * FastGelu::fast_rcp(1.0f + e[i]);
   }
-  CUDASTEPS_HOST_DEVICE static float value(float z) {
-    float v[1] = {z};
-    values<1>(v);
-    return v[0];
-  }
   CUDASTEPS_HOST_DEVICE static float deriv(float z) {
     constexpr float kBeta2 = 1.5957691216057308f;  // 2 sqrt(2 / pi)
     constexpr float kBeta2Kappa3 = 0.21406445f;  // 2 sqrt(2 / pi) * 3 * 0.044715
@@ -276,11 +266,6 @@ struct FastSilu {
     float e[N];
     CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) e[i] = FastGelu::fast_exp2(z[i] * kNegLog2e);
     CUDASTEPS_UNROLL for (int i = 0; i < N; ++i) z[i] = z[i] * FastGelu::fast_rcp(1.0f + e[i]);
-  }
-  CUDASTEPS_HOST_DEVICE static float value(float z) {
-    float v[1] = {z};
-    values<1>(v);
-    return v[0];
   }
   CUDASTEPS_HOST_DEVICE static float deriv(float z) {
     const float e = FastGelu::fast_exp2(z * kNegLog2e);
@@ -372,10 +357,15 @@ struct BiasActGradOp {
   }
 };
 
-// The forward and backward ops with FastGelu or FastGeluTanh (fp16/bf16 data, fp32 math).
+// The forward and backward ops with FastGelu, FastGeluTanh or FastSilu (fp16/bf16 data, fp32
+// math): one value is their values<1>.
 template <typename Fast>
 struct BiasFastOp {
-  CUDASTEPS_HOST_DEVICE float operator()(float a, float v) const { return Fast::value(a + v); }
+  CUDASTEPS_HOST_DEVICE float operator()(float a, float v) const {
+    float z[1] = {a + v};
+    Fast::template values<1>(z);
+    return z[0];
+  }
 };
 template <typename Fast>
 struct BiasFastGradOp {
