@@ -61,24 +61,25 @@ enum class StageMode { kPlain, kAddend, kEdge, kFused };
 // round's column blocks j = j_first .. j_first + kJs - 1, from a row of Src (the output's type, or
 // float32 under autocast): zeros past N. The fused path's bias is a row (add_s0 = 0, add_s1 = 1)
 // whose pairs are aligned and whose N is a multiple of the pairs (launch_typed checks), so one
-// 32/64-bit load per pair. All the round's loads are issued first, unconditionally (a column past
-// N reads column 0 and is zeroed after), and only then converted: a load under its own branch,
-// converted at once, waited out its whole latency before the next one was issued (ncu's stall
-// samples sat on those conversions).
+// 32/64-bit load per pair. All the round's loads are issued first and only then converted: a load
+// under its own branch, converted at once, waited out its whole latency before the next one was
+// issued (ncu's stall samples sat on those conversions). Each load is predicated on a 32-bit
+// comparison with the columns left and addressed from one base pointer (the pair's offset an
+// immediate): clamping each column index in 64 bits took ten instructions per pair.
 template <TcType T, typename Src, int kJs>
 __device__ __forceinline__ void load_bias_row_pairs(const Epilogue<T>& ep, const Src* row,
                                                     int j_first, int64_t n0, float2 (&bias)[kJs]) {
   using Raw = std::conditional_t<sizeof(Src) == 4, float2, uint32_t>;  // one pair
   const int64_t n_first = n0 + 8 * j_first + 2 * (threadIdx.x % 4);
+  // Columns of the row from n_first on, capped at the round's (<= 0: none).
+  const int left = int(ep.N - n_first < 8 * kJs ? ep.N - n_first : 8 * kJs);
+  const Raw* base = reinterpret_cast<const Raw*>(row + n_first);  // read only where inside
   Raw raw[kJs];
 #pragma unroll
-  for (int jr = 0; jr < kJs; ++jr) {
-    const int64_t n = n_first + 8 * jr;
-    raw[jr] = __ldg(reinterpret_cast<const Raw*>(row + (n < ep.N ? n : 0)));
-  }
+  for (int jr = 0; jr < kJs; ++jr) raw[jr] = 8 * jr < left ? __ldg(base + 4 * jr) : Raw{};
 #pragma unroll
   for (int jr = 0; jr < kJs; ++jr) {
-    float2 v;
+    float2 v;  // zeros past N
     if constexpr (sizeof(Src) == 4) {
       v = raw[jr];
     } else {
@@ -86,8 +87,7 @@ __device__ __forceinline__ void load_bias_row_pairs(const Epilogue<T>& ep, const
       const auto* pair = reinterpret_cast<const typename Elem::type*>(&raw[jr]);
       v = make_float2(Elem::to_float(pair[0]), Elem::to_float(pair[1]));
     }
-    const bool inside = n_first + 8 * jr < ep.N;
-    bias[jr] = make_float2(inside ? ep.beta * v.x : 0.f, inside ? ep.beta * v.y : 0.f);
+    bias[jr] = make_float2(ep.beta * v.x, ep.beta * v.y);
   }
 }
 
