@@ -75,8 +75,12 @@ using sm90::persistent_bn;
 void launch_rs(const TcProblem& p, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
   const bool swap = p.a_kmajor;  // A K-major, B MN-major: B is the register operand
-  // 128-row tiles along R, BN along S.
-  const int bn = swap ? persistent_bn(p.N, p.M, p.tuning.bn) : persistent_bn(p.M, p.N, p.tuning.bn);
+  // 128-row tiles along R, BN along S: 256 wide where those tiles still give every SM one (the
+  // kernel never splits K, so persistent_bn's estimate, which counts on the tail split, is not its).
+  const int64_t rows = swap ? p.N : p.M, cols = swap ? p.M : p.N;
+  const int bn = p.tuning.bn != 0 ? p.tuning.bn
+                 : ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256) >= sm_count() ? 256
+                                                                                             : 128;
   if (swap) {
     bn == 256 ? launch_rs_typed<256, true>(p, stream) : launch_rs_typed<128, true>(p, stream);
   } else {
@@ -114,10 +118,12 @@ void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   }
 }
 
-// tc:ws_persistent's tiles for an M x N output as tc:final runs it (launch_layout's tile width),
-// or -1 past what problem_params accepts.
-int64_t final_tiles(int64_t M, int64_t N) {
-  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, 0));
+// tc:ws_persistent's tiles for an M x N output (k_tiles of K) as tc:final runs it (launch_layout's
+// tile width), or -1 past what problem_params accepts.
+int64_t final_tiles(int64_t M, int64_t N, int64_t k_tiles) {
+  if (k_tiles >= INT_MAX) return -1;
+  const int64_t tiles =
+      ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, int(k_tiles), 0));
   return tiles > INT_MAX / kSplitMax ? -1 : tiles;
 }
 
@@ -145,16 +151,16 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
   // tc:ws_persistent's split-K choice (launch_typed) for this size.
-  const int64_t tiles = final_tiles(M, N);
-  return tiles >= 0 &&
-         choose_splits(int(tiles), int(ceil_div<int64_t>(K, 32)), M, K, sm_count()) == 1;
+  const int64_t k_tiles = ceil_div<int64_t>(K, 32);
+  const int64_t tiles = final_tiles(M, N, k_tiles);
+  return tiles >= 0 && choose_splits(int(tiles), int(k_tiles), M, K, sm_count()) == 1;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
   // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size.
-  const int64_t tiles = final_tiles(M, N);
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
-  return tiles >= 0 && k_tiles < INT_MAX &&
+  const int64_t tiles = final_tiles(M, N, k_tiles);
+  return tiles >= 0 &&
          choose_tail_split(int(tiles), int(k_tiles), sm_count(), -1).first > 0;
 }
 

@@ -371,7 +371,8 @@ template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   if (which == HopperKernel::kPingPong) {
     launch_typed<T, 128, AK, BKm>(p, which, stream);  // each consumer warpgroup: 128 x 128
-  } else if (persistent_bn(p.M, p.N, p.tuning.bn) == 256) {
+  } else if (persistent_bn(p.M, p.N, int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK)),
+                           p.tuning.bn) == 256) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else {
     launch_typed<T, 128, AK, BKm>(p, which, stream);

@@ -55,12 +55,38 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
   return {r, parts};
 }
 
-// The tile width of the persistent kernels for a rows x cols output in 128-row tiles: 256 when
-// those wider tiles still give every SM one, else 128 (twice the tiles). `forced` (a ladder
-// variant's bn<128|256>) wins when non-zero.
-inline int persistent_bn(int64_t rows, int64_t cols, int forced) {
+// The tile width of tc:ws_persistent for a rows x cols output in 128-row tiles (k_tiles of K
+// each): 256 when those wider tiles still give every SM one; below that, whichever width gives the
+// shorter estimated time, in units of one 128 x 128 tile's time:
+//   waves of whole tiles + the tail-split wave (choose_tail_split: 1 / parts, plus
+//   kTailFixupCost for adding the parts up), or a whole wave where the tail is not split;
+//   a 128 x 256 tile costing kWideTileCost. Measured on an H100 (bf16 weight gradients, operands
+//   rotated out of L2, ladder variants tc:ws_persistent:bn<w>:ts1): 4096 x 1024 x 32768 ran
+//   0.372 ms in 128 tiles of 128 x 256 (one wave) against 0.445 ms in 256 tiles of 128 x 128 (two
+//   waves): a wide tile takes 1.68x a narrow one's time, not 2x (it loads 1.5x the bytes per
+//   tile, not 2x). 3072 x 1024 x 8192: 96 wide tiles 0.082 ms against 192 narrow ones with the
+//   last 60 cut in two 0.086 ms (estimates 1.70 and 1.75: the fixup's cost is what tips it).
+//   1024 x 1024 x 8192 and 512 x 512 x 32768 stay narrow: 0.037 and 0.048 ms against 0.039 and
+//   0.061 wide (estimates 0.75 against 0.85, 0.375 against 0.53). `forced` (a ladder variant's bn<128|256>) wins when non-zero.
+constexpr double kWideTileCost = 1.7;
+constexpr double kTailFixupCost = 0.25;
+
+inline double persistent_waves(int64_t tiles, int k_tiles, int sms) {
+  const auto [tail_tiles, parts] = choose_tail_split(int(tiles), k_tiles, sms, -1);
+  if (tail_tiles == 0) return double((tiles + sms - 1) / sms);
+  return double((tiles - tail_tiles) / sms) + 1.0 / parts + kTailFixupCost;
+}
+
+inline int persistent_bn(int64_t rows, int64_t cols, int k_tiles, int forced) {
   if (forced != 0) return forced;
-  return ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256) >= sm_count() ? 256 : 128;
+  const int sms = sm_count();
+  const int64_t wide = ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256);
+  if (wide >= sms) return 256;
+  const int64_t narrow = ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 128);
+  return kWideTileCost * persistent_waves(wide, k_tiles, sms) <
+                 persistent_waves(narrow, k_tiles, sms)
+             ? 256
+             : 128;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
