@@ -232,12 +232,26 @@ def test_aux_is_the_product_and_results_reproduce(device):
 
 @pytest.mark.skipif(not hopper(), reason="the fused epilogue runs on a compute capability 9.0 GPU")
 def test_fused_and_two_pass_agree():
-    """The fused epilogue and linear followed by bias_act compute the same function: they differ
-    only by the rounding of the product (within a few units of the dtype's rounding)."""
+    """The fused epilogue applies the activation to the product as linear writes it, so linear_act
+    (fused where it runs) gives the bits of linear followed by bias_act, what its training forward
+    (linear_act_aux) runs: a model's outputs are the same with and without autograd recording.
+    The ladder's fused steps split K their own way (other fp32 sums): within a few units of the
+    dtype's rounding. Act none is linear's single rounding of product + bias in every mode."""
     for dtype in (torch.bfloat16, torch.float16):
         for act in ACTS:
             x, w, b = operands(257, 520, 1030, dtype, "cuda", seed=30)
+            assert fused_runs(x, w, b)
             two_pass = cudasteps.bias_act(cudasteps.linear(x, w), b, act)
+            out = cudasteps.linear_act(x, w, b, act)
+            trained = torch.ops.cudasteps.linear_act_aux(x, w, b, act)[0]
+            assert torch.equal(out, trained), (dtype, act)
+            if act != "none":
+                assert torch.equal(out, two_pass), (dtype, act)
+                # An fp32 bias (autocast's) alike.
+                b32 = b.float()
+                assert torch.equal(
+                    cudasteps.linear_act(x, w, b32, act), cudasteps.bias_act(cudasteps.linear(x, w), b32, act)
+                ), (dtype, act)
             for v in FUSED_STEPS:
                 fused = G.run_linear_act_ladder(v, x, w, b, act)[0]
                 assert rel_err(fused, two_pass) < 2 * tol(dtype, 1030), (v, dtype, act)

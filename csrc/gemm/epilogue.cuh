@@ -15,8 +15,9 @@
 // (tc/sm90/epilogue.cuh); they take each element's value from value(), so every path computes the
 // same numbers. Fused epilogues (activation, bias gradients, FP8 outputs) belong here: one place,
 // every kernel. The activation is bias_act's own functor (elementwise/functors.h: BiasActOpFor,
-// FastGelu for 16-bit outputs), so linear_act fused and linear followed by bias_act compute the
-// same function, the fused one on the unrounded product. The SGEMM's epilogue
+// FastGelu for 16-bit outputs) applied to the product as linear writes it (rounded to the output
+// type, as aux holds it), so linear_act fused gives the bits of linear followed by bias_act, the
+// form its training forward runs (act none keeps linear's single rounding). The SGEMM's epilogue
 // (sgemm/epilogue.cuh) computes the same alpha * acc + beta * addend in fp32 with its own 16-byte
 // stores.
 #pragma once
@@ -49,6 +50,10 @@ struct Elem<TcType::kBF16> {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
   }
+  // pack2's word back as two floats (exact).
+  static __device__ __forceinline__ float2 unpack2(uint32_t w) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+  }
 };
 
 template <>
@@ -59,6 +64,9 @@ struct Elem<TcType::kFP16> {
   static __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     const __half2 v = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  static __device__ __forceinline__ float2 unpack2(uint32_t w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
   }
 };
 
@@ -148,15 +156,19 @@ struct Epilogue {
   }
 
   // One element of the fused stage (split-K's reduce; the Hopper kernel stages whole fragments,
-  // tc/sm90/epilogue.cuh): aux = alpha * acc, out = act(alpha * acc + beta * addend).
+  // tc/sm90/epilogue.cuh): aux = alpha * acc, out = act(aux + beta * addend), aux rounded to the
+  // output type first where there is an activation (act none: alpha * acc + beta * addend, one
+  // rounding, linear's value).
   __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {
     if (m >= M || n >= N) return;
-    const float product = alpha * acc;
+    const float exact = alpha * acc;
+    const float product =
+        act == elementwise::Act::kNone ? exact : Elem<T>::to_float(Elem<T>::from_float(exact));
     const float add = bias_f32 != nullptr ? beta * bias_f32[m * add_s0 + n * add_s1]
                       : addend != nullptr
                           ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1])
                           : 0.f;
-    if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(product);
+    if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(exact);
     const float v =
         with_act(act, [&](auto a) { return activated<decltype(a)::value>(product, add); });
     out[m * ldo + n] = Elem<T>::from_float(v);

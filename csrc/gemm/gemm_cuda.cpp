@@ -91,13 +91,25 @@ bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
          (N * x.element_size()) % 16 == 0 && std::max({M, N, K}) < INT_MAX;
 }
 
-// Whether linear_act and linear_act_aux run the fused epilogue where it can run, in
-// tc:ws_pingpong's kernel. Measured on an H100 (scripts/bench_cases.py gemm.run_linear_act, bf16,
-// bias + gelu_tanh, the product written too), at 8192 x 2048 -> 8192 and 4096 x 4096 -> 11008:
-// linear then bias_act 0.519 / 0.628 ms, the stage in tc:ws_persistent's epilogue 0.580 / 0.699 ms
-// (both consumer warpgroups leave the main loop for it), in tc:ws_pingpong's 0.508 / 0.596 ms (one
-// warpgroup's epilogue runs under the other's main loop).
+// Whether linear_act runs the fused epilogue where it can run, in tc:ws_pingpong's kernel.
+// Measured on an H100 (scripts/bench_cases.py gemm.run_linear_act, bf16, bias + gelu_tanh, the
+// product written too), at 8192 x 2048 -> 8192 and 4096 x 4096 -> 11008: linear then bias_act
+// 0.519 / 0.628 ms, the stage in tc:ws_persistent's epilogue 0.580 / 0.699 ms (both consumer
+// warpgroups leave the main loop for it), in tc:ws_pingpong's 0.508 / 0.596 ms (one warpgroup's
+// epilogue runs under the other's main loop); without the product (inference) the stage wins
+// clearly (make bench of 011bf32: 0.431 ms against 0.516 two-pass at 8192 x 2048 -> 8192).
 constexpr bool kFuseByDefault = true;
+
+// Whether linear_act_aux (the training forward: the product is kept for the backward) fuses too.
+// It does not: inside a training step the fused kernel's 4-byte stores of the product cost more
+// than the separate pass. On an H100 (bf16 autocast, the benchmark's FFN 8192 x 2048 -> 8192 ->
+// 2048 and GPT block steps, the two forms interleaved in one process): the FFN's forward kernel
+// took 542 us fused against 364 + ~95 us for linear then bias_act, and the whole FFN step ran
+// 3.196-3.286 ms two-pass against 3.340-3.343 fused (torch.nn 3.291-3.344), the block step
+// 6.407-6.462 against 6.509-6.524 (torch.nn 6.401-6.469). The fused stage rounds the product
+// before the activation, so both forms give the same bits (act none, which needs no product in
+// its backward, stays fused: linear's single rounding of product + bias in both modes).
+constexpr bool kFuseWithAux = false;
 
 // How linear_act_impl computes: kAuto (the ops: fused where kFuseByDefault and it can run), or a
 // ladder step's form, forced.
@@ -125,8 +137,9 @@ std::tuple<at::Tensor, at::Tensor> linear_act_impl(
                   input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes());
   // act "none" with a bias linear takes is linear (tc:final's kernel, the bias in its epilogue).
   const bool is_linear = !want_aux && linear_act_is_linear(input, bias, act_name);
-  const bool fused = forced_fused ||
-                     (form == LinearActForm::kAuto && kFuseByDefault && can_fuse && !is_linear);
+  const bool fused_form = !want_aux || kFuseWithAux || act == elementwise::Act::kNone;
+  const bool fused = forced_fused || (form == LinearActForm::kAuto && kFuseByDefault && can_fuse &&
+                                      !is_linear && fused_form);
   if (!fused && !want_aux) return {linear_act_unfused(input, weight, bias, act_name), at::Tensor()};
   if (!fused) return linear_act_two_pass(input, weight, bias, act_name);
   const int64_t N = weight.size(0);

@@ -6,10 +6,12 @@
 //   out     = bias_act(product, bias, act)     (the bias and the activation, one elementwise pass)
 //
 // It is the CPU kernel, and what the CUDA kernel runs where the fused epilogue (gemm_cuda.cpp:
-// the bias and activation in the Hopper GEMM's epilogue) cannot. With act "none" and a bias
-// linear takes, linear_act is linear. Both forms compute the same function (bias_act's functors); the fused one applies it to
-// the unrounded fp32 product, the two-pass one to the product rounded to the output dtype, so
-// they agree within that rounding.
+// the bias and activation in the Hopper GEMM's epilogue) cannot, and the training forward
+// (linear_act_aux) everywhere: inside a training step it ran faster than the fused kernel writing
+// the product too (gemm_cuda.cpp, kFuseWithAux). With act "none" and a bias linear takes,
+// linear_act is linear. The fused form applies bias_act's functor to the product rounded to the
+// output dtype, as this form does, so both give the same bits (with an activation; act "none" is
+// linear's single rounding of product + bias in the fused form).
 // The backward (gemm_autograd.cpp) is bias_act_backward on the saved product, then linear's two
 // GEMMs.
 #include <torch/library.h>

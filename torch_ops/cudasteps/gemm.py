@@ -214,12 +214,14 @@ def linear_act(
     ``input`` and ``weight`` as for :func:`linear` and leaves an fp32 bias in fp32). On a Hopper
     GPU, for bf16/fp16 with more than 16 rows and output features (output rows a 16-byte
     multiple), the bias and the activation run in the GEMM's epilogue (the ``fused_pingpong`` step
-    of :data:`LINEAR_ACT_LADDER`, :func:`run_linear_act_ladder`): the activation of the unrounded
-    fp32 product, rounded once. Elsewhere it runs ``linear`` (the GEMM, no bias) then
-    ``bias_act`` (the bias and the activation in one pass). Differentiable in all three: training
-    saves the product ``input @ weight.T`` (written by the same epilogue where it is fused), and
-    the backward is ``bias_act_backward`` on it (the activation's derivative and the bias gradient
-    in one pass), then linear's two GEMMs.
+    of :data:`LINEAR_ACT_LADDER`, :func:`run_linear_act_ladder`), applied to the product as
+    ``linear`` writes it, so the result is bit for bit ``bias_act(linear(input, weight), bias,
+    act)``. Elsewhere, and where autograd records (training keeps the product for the backward,
+    and inside a training step the separate pass measured faster than the fused kernel writing
+    the product too), it runs ``linear`` (the GEMM, no bias) then ``bias_act`` (the bias and the
+    activation in one pass): the same bits either way. Differentiable in all three: the backward
+    is ``bias_act_backward`` on the saved product (the activation's derivative and the bias
+    gradient in one pass), then linear's two GEMMs.
     """
     if act == "gelu":
         return _linear_act(input, weight, bias)

@@ -185,10 +185,14 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
   }
 }
 
-// linear_act's fused stage for one round (16-bit outputs; stage_round's layout): each value is
-// act(alpha * acc + beta * bias), aux gets alpha * acc (kAux, the kernels' outputs that have an
-// aux; without it, linear_act's inference and linear's bias, the aux stores' predicated
-// instructions are not there to take issue slots).
+// linear_act's fused stage for one round (16-bit outputs; stage_round's layout): aux gets
+// alpha * acc rounded to the output type (kAux, the kernels' outputs that have an aux; without it,
+// linear_act's inference and linear's bias, the aux stores' predicated instructions are not there
+// to take issue slots), and each value is act(that rounded product + beta * bias): bias_act's
+// value on linear's output, bit for bit (the activation without the rounding would be a little
+// more exact, but the training forward runs linear then bias_act, and a model's outputs must not
+// depend on whether autograd records). Act none keeps the single rounding of
+// alpha * acc + beta * bias: linear's bias row, the plain stage's value.
 // Outside the matrix the values are computed but never stored (the TMA store clips them); only
 // the bias loads and aux's stores are checked, and which of this thread's aux rows and column
 // blocks lie inside is worked out once per round (N is a multiple of the pairs: n < N implies
@@ -222,11 +226,13 @@ __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const f
     for (int p = 0; p < 4; ++p) {
       const int j = j0 + p / 2, h = p % 2, jr = j - kJ0;
       const float a0 = ep.alpha * d[4 * j + 2 * h], a1 = ep.alpha * d[4 * j + 2 * h + 1];
+      const uint32_t written = tc::Elem<T>::pack2(a0, a1);  // the product as linear writes it
       if (kAux && aux_row[h] && ((aux_cols >> jr) & 1u)) {
-        *reinterpret_cast<uint32_t*>(aux + h * 8 * ep.ldo + 8 * jr) = tc::Elem<T>::pack2(a0, a1);
+        *reinterpret_cast<uint32_t*>(aux + h * 8 * ep.ldo + 8 * jr) = written;
       }
-      z[2 * p] = a0 + bias[jr].x;
-      z[2 * p + 1] = a1 + bias[jr].y;
+      const float2 product = A == Act::kNone ? make_float2(a0, a1) : tc::Elem<T>::unpack2(written);
+      z[2 * p] = product.x + bias[jr].x;
+      z[2 * p + 1] = product.y + bias[jr].y;
     }
     elementwise::act_values<A, E, 8>(z);
     stage_pairs_16bit<T, kRoundCols>(staging, j0, make_float2(z[0], z[1]), make_float2(z[2], z[3]),
