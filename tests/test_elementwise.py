@@ -696,7 +696,7 @@ def test_cuda_binary_matches_torch_bitwise(name):
         make_tensor((520,), torch.float32, "cuda", seed=2),  # row vector
         make_tensor((300, 1), torch.float32, "cuda", seed=3),  # strided (broadcast column)
         torch.tensor(1.25),  # a 0-dim CPU tensor with a CUDA tensor: a host value
-        torch.tensor(-0.5, device="cuda"),  # a 0-dim CUDA tensor: strided, stride 0
+        torch.tensor(-0.5, device="cuda"),  # a 0-dim CUDA tensor: the flat pass, read once
         make_tensor((520, 300), torch.float32, "cuda", seed=4).t(),  # transposed: strided
     ]
     for b in cases:
@@ -710,6 +710,29 @@ def test_cuda_binary_matches_torch_bitwise(name):
         v = make_tensor((130,), dtype, "cuda", seed=6)
         assert torch.equal(run_binary(name, a, v), torch_binary(name, a, v))
         assert torch.equal(run_binary(name, a, a.t().contiguous().t()), torch_binary(name, a, a))
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_cuda_one_element_operand(name):
+    """A 0-dim or one-element CUDA operand with a dense tensor of the result shape runs the flat
+    pass, each thread reading the element once (kFlatDeviceOther / kFlatDeviceSelf): torch's bits
+    with the element on either side, in float, bf16, integer and bool dtypes, on a misaligned dense
+    operand (the one-element-per-thread kernel) and with an element of another dtype (converted
+    to the result's first; a 0-dim one does not promote)."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        dense = make_tensor((3, 1000, 37), dtype, "cuda", seed=1)
+        misaligned = make_tensor((1, 100004), dtype, "cuda", seed=2)[:, 1:]
+        assert misaligned.is_contiguous()
+        one = make_tensor((1,), dtype, "cuda", seed=3)
+        elements = [one[0], one, one.view(1, 1, 1), torch.tensor(2.5, dtype=torch.float64, device="cuda")]
+        for x in (dense, misaligned):
+            for s in elements:
+                if s.dim() > x.dim():
+                    continue
+                what = (dtype, tuple(x.shape), tuple(s.shape), s.dtype)
+                assert torch.equal(run_binary(name, x, s), torch_binary(name, x, s)), what
+                assert torch.equal(run_binary(name, s, x), torch_binary(name, s, x)), what
 
 
 def test_compile_fullgraph_broadcast_and_numbers():

@@ -4,7 +4,8 @@
 // An operand is either a tensor (converted to the result dtype and expanded to the result shape:
 // a view, strides 0 on broadcast dims) or a host value (a Scalar overload's number, or a 0-dim
 // CPU tensor, which torch lets combine with a tensor of any device). The kernels then take one of
-// the paths of binary_path.h (flat, flat with a host value, row-vector either way round, strided).
+// the paths of binary_path.h (flat, flat with a host value, flat with one element in GPU memory,
+// row-vector either way round, strided).
 #pragma once
 
 #include <ATen/ATen.h>

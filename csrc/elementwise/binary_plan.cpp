@@ -93,6 +93,10 @@ void choose_path(const at::Tensor& self, const at::Tensor* other, BinaryPlan& pl
   const bool other_full = is_dense_full(*other, plan);
   if (self_full && other_full) {
     plan.path = BinaryPath::kFlat;
+  } else if (plan.device.is_cuda() && self_full && other->numel() == 1) {
+    plan.path = BinaryPath::kFlatDeviceOther;
+  } else if (plan.device.is_cuda() && other_full && self.numel() == 1) {
+    plan.path = BinaryPath::kFlatDeviceSelf;
   } else if (self_full && is_dense_vector(*other, plan) && plan.shape.size() >= 1) {
     plan.path = BinaryPath::kRowVec;
   } else if (other_full && is_dense_vector(self, plan) && plan.shape.size() >= 1) {

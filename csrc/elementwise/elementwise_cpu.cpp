@@ -249,6 +249,8 @@ at::Tensor run_binary_cpu(const BinaryPlan& plan, const char* name, MakeOp make_
         rowvec_cpu<scalar_t>(b.const_data_ptr<scalar_t>(), a.const_data_ptr(), false, o, plan.rows,
                              plan.cols, SwappedOp<decltype(op)>{op});
         return;
+      case BinaryPath::kFlatDeviceOther:  // CUDA paths (choose_path): any other plan is strided
+      case BinaryPath::kFlatDeviceSelf:
       case BinaryPath::kStrided:
         if (plan.other.is_value()) {
           strided_cpu<scalar_t>(

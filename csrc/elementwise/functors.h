@@ -338,6 +338,15 @@ struct ValueLeftOp {
   CUDASTEPS_HOST_DEVICE Acc operator()(Acc x, Acc) const { return op(value, x); }
 };
 
+// The other operand as one element in GPU memory (a 0-dim CUDA tensor), on the right (kRight) or
+// the left of op. Kernels bind it (kernels.cuh, bind_operand: one load per thread) into
+// ValueRightOp / ValueLeftOp before their loops.
+template <typename Op, typename T, bool kRight>
+struct DeviceValueOp {
+  Op op;
+  const T* value;
+};
+
 template <typename Op>
 struct SwappedOp {
   Op op;

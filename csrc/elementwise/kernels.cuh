@@ -113,12 +113,32 @@ __device__ __forceinline__ Vec<T, VEC> apply_vec(const Vec<T, VEC>& a, const Vec
   return o;
 }
 
+// The functor a kernel's loop applies: op itself, or for a DeviceValueOp (an operand that is one
+// element in GPU memory) that element read once, here, into a ValueRightOp / ValueLeftOp, instead
+// of a load per element that the compiler cannot hoist past the output's stores.
+template <typename Op>
+__device__ __forceinline__ Op bind_operand(const Op& op) {
+  return op;
+}
+
+template <typename Op, typename T, bool kRight>
+__device__ __forceinline__ auto bind_operand(const DeviceValueOp<Op, T, kRight>& op) {
+  using Acc = opmath_type<T>;
+  const Acc v = Acc(*op.value);
+  if constexpr (kRight) {
+    return ValueRightOp<Op, Acc>{op.op, v};
+  } else {
+    return ValueLeftOp<Op, Acc>{op.op, v};
+  }
+}
+
 template <typename T, int VEC, bool kHasB, typename Op>
 __global__ void __launch_bounds__(kFlatThreads)
     flat_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                int64_t numel, Op op) {
+                int64_t numel, Op unbound_op) {
   using V = Vec<T, VEC>;
   using Acc = opmath_type<T>;
+  const auto op = bind_operand(unbound_op);
   const int64_t n_vec = numel / VEC;
   const V* av = reinterpret_cast<const V*>(a);
   const V* bv = reinterpret_cast<const V*>(b);
