@@ -147,10 +147,12 @@ void run_binary(const BinaryArgs<T>& args, BaseOp op, cudaStream_t stream, const
       }
       return;
     case BinaryPath::kFlatDeviceOther:  // b: the one element (flat_kernel binds it)
-      launch_flat<T, false>(a, nullptr, o, args.numel, DeviceValueOp<BaseOp, T, true>{op, b}, stream);
+      launch_flat<T, false>(a, nullptr, o, args.numel, DeviceValueOp<BaseOp, T, true>{op, b},
+                            stream);
       return;
     case BinaryPath::kFlatDeviceSelf:
-      launch_flat<T, false>(b, nullptr, o, args.numel, DeviceValueOp<BaseOp, T, false>{op, a}, stream);
+      launch_flat<T, false>(b, nullptr, o, args.numel, DeviceValueOp<BaseOp, T, false>{op, a},
+                            stream);
       return;
     case BinaryPath::kRowVec:
       launch_rowvec<T>(a, b, false, o, args.rows, args.cols, op, stream, name);

@@ -76,11 +76,11 @@ void launch_rs(const TcProblem& p, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
   const bool swap = p.a_kmajor;  // A K-major, B MN-major: B is the register operand
   // 128-row tiles along R, BN along S: 256 wide where those tiles still give every SM one (the
-  // kernel never splits K, so persistent_bn's estimate, which counts on the tail split, is not its).
+  // kernel never splits K, so persistent_bn's estimate, which counts on the tail split, is not
+  // its).
   const int64_t rows = swap ? p.N : p.M, cols = swap ? p.M : p.N;
-  const int bn = p.tuning.bn != 0 ? p.tuning.bn
-                 : ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256) >= sm_count() ? 256
-                                                                                             : 128;
+  const bool wide = ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256) >= sm_count();
+  const int bn = p.tuning.bn != 0 ? p.tuning.bn : wide ? 256 : 128;
   if (swap) {
     bn == 256 ? launch_rs_typed<256, true>(p, stream) : launch_rs_typed<128, true>(p, stream);
   } else {

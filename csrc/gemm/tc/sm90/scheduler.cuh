@@ -67,7 +67,10 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 //   tile, not 2x). 3072 x 1024 x 8192: 96 wide tiles 0.082 ms against 192 narrow ones with the
 //   last 60 cut in two 0.086 ms (estimates 1.70 and 1.75: the fixup's cost is what tips it).
 //   1024 x 1024 x 8192 and 512 x 512 x 32768 stay narrow: 0.037 and 0.048 ms against 0.039 and
-//   0.061 wide (estimates 0.75 against 0.85, 0.375 against 0.53). `forced` (a ladder variant's bn<128|256>) wins when non-zero.
+//   0.061 wide (estimates 0.75 against 0.85, 0.375 against 0.53). In the benchmark report after
+//   the rule (make bench of 186bf8b) 4096 x 1024 x 32768 ran 1.00x cuBLAS (0.96x before) and
+//   3072 x 1024 x 8192 the same as before within the noise (0.81x).
+// `forced` (a ladder variant's bn<128|256>) wins when non-zero.
 constexpr double kWideTileCost = 1.7;
 constexpr double kTailFixupCost = 0.25;
 
