@@ -4,19 +4,56 @@ sorted by their total GPU time per step.
 
     python scripts/profile_e2e.py [--precision "bf16 autocast"|fp32] [--batch 8192] [--top 25]
     python scripts/profile_e2e.py --fp8     (the fp8 rows' models: torch.nn bf16, torchao, cudasteps)
+    python scripts/profile_e2e.py --timeline
+
+--timeline prints instead one step's kernels in launch order with their durations, and how long
+the GPU sat idle between them: which product of the step is which kernel, side by side with
+torch's (inside a step the GEMMs run on warm operands and a cooler GPU, about 20% faster than in
+the benchmark's GEMM rows on an H100, so a step is where to compare them), and whether the host
+keeps the GPU fed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import bench_e2e as E  # noqa: E402  (the benchmark's own models and step)
+
+
+def print_timeline(impl: str, step, args: tuple) -> None:
+    """One profiled step's kernels (and memsets/copies) in launch order: start offset, duration and
+    the gap before each, then the step's span, busy time and idle time."""
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(*args)
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    kernels = sorted(
+        (e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")), key=lambda e: e["ts"]
+    )
+    if not kernels:
+        print(f"\n== {impl}: no kernels recorded ==")
+        return
+    t0, end, busy = kernels[0]["ts"], kernels[0]["ts"], 0.0
+    print(f"\n== {impl}: one step, kernels in launch order (us: start, duration, gap before) ==")
+    for k in kernels:
+        gap = max(0.0, k["ts"] - end)
+        print(f"{k['ts'] - t0:9.1f} {k['dur']:8.1f} {gap:7.1f}  {k['name'][:110]}")
+        end = max(end, k["ts"] + k["dur"])
+        busy += k["dur"]
+    span = end - t0
+    print(f"span {span / 1e3:.3f} ms, kernels {busy / 1e3:.3f} ms, idle {(span - busy) / 1e3:.3f} ms")
 
 
 def main() -> None:
@@ -28,6 +65,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--fp8", action="store_true", help="the FP8 step's models (bf16 autocast)")
+    ap.add_argument("--timeline", action="store_true", help="one step's kernels in launch order")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("profile_e2e: needs a CUDA device")
@@ -43,6 +81,9 @@ def main() -> None:
         for _ in range(E._WARMUP_STEPS):
             step(x, target)
         torch.cuda.synchronize()
+        if args.timeline:
+            print_timeline(impl, step, (x, target))
+            continue
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(args.steps):
                 step(x, target)
