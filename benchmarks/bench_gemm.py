@@ -277,10 +277,13 @@ def run_scaled_mm(bench):
         "each k-tile's sums promoted into fp32 registers, two sets alternating; its outputs equal "
         "torch._scaled_mm's). `ladder:` rows are `cudasteps.gemm.run_scaled_mm_ladder`: "
         "`widen_tf32`, the ladder's first form and what scaled_mm runs where tc:fp8_ws cannot (the "
-        "operands widened to fp32 on the TF32 tensor cores, then the scales), `fp8_ws` (Hopper) and "
-        "`fp8_ws256` (Hopper: 256 x 128 tiles, each consumer warpgroup 128 rows in two 64-row "
-        "halves, one set of k-tile sums waited for per half: a quarter less L2 traffic per "
-        "product and half as many epilogues).",
+        "operands widened to fp32 on the TF32 tensor cores, then the scales), `fp8_ws` (Hopper), "
+        "`fp8_multicast` (Hopper: the same in clusters of two CTAs on vertically adjacent tiles "
+        "that share their B tile by TMA multicast: a quarter less L2 traffic, but a stage is "
+        "refilled only once both CTAs' consumers are done with it) and `fp8_ws256` (Hopper: "
+        "256 x 128 tiles, each consumer warpgroup 128 rows in two 64-row halves, one set of "
+        "k-tile sums waited for per half: a quarter less L2 traffic per product and half as many "
+        "epilogues).",
     )
 
 

@@ -7,6 +7,9 @@ operand, too many to write by hand. Run from the repository root: python scripts
 import os
 
 SHAPES = (128, 256)  # N of m64nNk16 (bf16, fp16) and m64nNk8 (tf32)
+# 16-bit types also take N = 64: tc:ws_persistent's 128 x 64 tiles, for outputs that 128 x 128
+# tiles leave short of a wave.
+SHAPES_16BIT_ONLY = (64,)
 TYPES = (("bf16", "bf16", 16), ("fp16", "f16", 16), ("tf32", "tf32", 8))  # name, PTX type, K
 
 
@@ -118,6 +121,7 @@ def main() -> None:
         "// argument (0: D = A * B).",
         "",
     ]
+    parts += [wrapper(n, *t) for n in SHAPES_16BIT_ONLY for t in TYPES if t[0] != "tf32"]
     parts += [wrapper(n, *t) for n in SHAPES for t in TYPES]
     parts += [wrapper_rs_tf32(n) for n in SHAPES]
     parts += [wrapper_fp8(128, ta, tb) for ta, tb in FP8_PAIRS]

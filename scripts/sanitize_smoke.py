@@ -240,7 +240,8 @@ def smoke_tensor_cores(dev):
         # bounds them; this smoke run looks for memory errors.)
         check(f"scaled_mm {ta} x {tb} {m}x{n}x{k}", got, want, tol=2e-2)
     # The FP8 ladder's Hopper kernels on an odd shape with several 256-row tiles (fp8_ws256's two
-    # halves per warpgroup, a warpgroup wholly below M in the last tile row).
+    # halves per warpgroup, a warpgroup wholly below M in the last tile row; fp8_multicast's
+    # clusters, the last one's second tile wholly below M).
     if torch.cuda.get_device_capability(dev) == (9, 0):
         a8 = torch.randn(300, 1000, device=dev).to(torch.float8_e4m3fn)
         b8 = torch.randn(260, 1000, device=dev).to(torch.float8_e4m3fn).t()

@@ -697,19 +697,27 @@ _WS_REASON = _tc_step_reason("tc:ws_persistent")
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_persistent_tuning_variants():
-    """tc:ws_persistent:bn<128|256>:s<splits> forces the tile width and split-K (for sweeps):
-    every forced combination is still the exact product, and malformed fields are refused."""
+    """tc:ws_persistent:bn<64|128|256>:s<splits> forces the tile width and split-K (for sweeps):
+    every forced combination is still the exact product, and malformed fields are refused (bn64,
+    the 128 x 64 tiles, for float32 by name)."""
     for dtype in G.TC_DTYPES:
+        half = dtype != torch.float32
         with tf32_mode(True):
             for i, (m, n, k) in enumerate([(130, 384, 2048), (64, 300, 4096), (257, 129, 100)]):
                 a = make_tensor((m, k), dtype, "cuda", seed=60 + i) / k**0.5
                 b = make_tensor((n, k), dtype, "cuda", seed=70 + i).t()
                 ref = ref_mm(a, b)
-                for fields in ("bn128", "bn256", "s1", "s3", "bn128:s5", "bn256:s16", "s16:bn128"):
+                fields_list = ["bn128", "bn256", "s1", "s3", "bn128:s5", "bn256:s16", "s16:bn128"]
+                if half:
+                    fields_list += ["bn64", "bn64:s7", "bn64:ts1"]
+                for fields in fields_list:
                     out = G.run_ladder(f"tc:ws_persistent:{fields}", a, b)
                     assert rel_err(out, ref) < half_tol(dtype, k), (fields, dtype, m, n, k)
+    f32 = make_tensor((8, 8), torch.float32, "cuda")
+    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64': 128 x 64 tiles \(bn64\) are built for"):
+        G.run_ladder("tc:ws_persistent:bn64", f32, f32)
     a = make_tensor((8, 8), torch.bfloat16, "cuda")
-    for bad in ("bn64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
+    for bad in ("bn32", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
 

@@ -180,11 +180,13 @@ def test_ladder_steps():
         G.run_scaled_mm_ladder("fp8_ws", a, b, one, one)
 
 
-@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws256 needs a compute capability 9.0 GPU")
-def test_fp8_ws256_matches_fp8_ws():
-    """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup) gives every output
-    element tc:fp8_ws's sums in the same order: the same bits, on tiles cut at the M and N edges
-    (a second warpgroup wholly below M), more tiles than SMs (several per CTA), a long K and a
+@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws256, tc:fp8_multicast need a compute capability 9.0 GPU")
+@pytest.mark.parametrize("variant", ["fp8_ws256", "fp8_multicast"])
+def test_fp8_variants_match_fp8_ws(variant):
+    """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup) and
+    tc:fp8_multicast (clusters of two CTAs sharing B) give every output element tc:fp8_ws's sums
+    in the same order: the same bits, on tiles cut at the M and N edges (a second warpgroup, or a
+    cluster's second tile, wholly below M), more tiles than SMs (several per CTA), a long K and a
     small output split along K the same way by both, and an e5m2 A."""
     G = cudasteps.gemm
     shapes = [(1000, 700, 1024), (8192, 1024, 1024), (300, 260, 4099), (64, 64, 8192), (129, 17, 64)]
@@ -194,10 +196,10 @@ def test_fp8_ws256_matches_fp8_ws():
             b = fp8((n, k), torch.float8_e4m3fn, "cuda", seed=110 + i).t()
             sa, sb = scales(m, n, "cuda", seed=120 + i, rowwise=False)
             poison("cuda", m * n)
-            wide = G.run_scaled_mm_ladder("fp8_ws256", a, b, sa, sb)
-            assert torch.equal(wide, G.run_scaled_mm_ladder("fp8_ws", a, b, sa, sb)), (m, n, k, a_type)
+            got = G.run_scaled_mm_ladder(variant, a, b, sa, sb)
+            assert torch.equal(got, G.run_scaled_mm_ladder("fp8_ws", a, b, sa, sb)), (m, n, k, a_type)
             if i in (0, 2):
-                assert_close(wide, a, b, sa, sb, None, torch.bfloat16, f"fp8_ws256 {(m, n, k)}")
+                assert_close(got, a, b, sa, sb, None, torch.bfloat16, f"{variant} {(m, n, k)}")
 
 
 @pytest.mark.skipif(not hopper(), reason="tc:fp8_ws needs a compute capability 9.0 GPU")
@@ -225,7 +227,7 @@ def test_ladder_errors(device):
     a = fp8((4, 6), torch.float8_e4m3fn, device, seed=1)
     b = fp8((6, 5), torch.float8_e4m3fn, device, seed=2)
     one = torch.ones((), device=device)
-    steps = "widen_tf32, fp8_ws, fp8_ws256"
+    steps = "widen_tf32, fp8_ws, fp8_multicast, fp8_ws256"
     bad_variant = rf"cudasteps.ladder_scaled_mm: variant must be one of {steps}, got 'nope'"
     bad_a = r"cudasteps.scaled_mm: a must be Float8_e4m3fn or Float8_e5m2, got BFloat16"
     arg_sets = [[t.to("meta") for t in (a, b, one, one)]]  # the fake kernel

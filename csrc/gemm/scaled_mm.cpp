@@ -132,12 +132,13 @@ TcType fp8_type(at::ScalarType t) {
   return t == at::kFloat8_e4m3fn ? TcType::kE4M3 : TcType::kE5M2;
 }
 
-// The Hopper kernel (tc:fp8_ws; tile_rows 256: tc:fp8_ws256, the ladder's), or an undefined tensor
-// where it cannot run this product (not a Hopper GPU, b e5m2, an empty product): the caller then
+// The Hopper kernel (tc:fp8_ws, or the one the ladder's `tuning` asks for: ctas 2 for
+// tc:fp8_multicast, bm 256 for tc:fp8_ws256), or an undefined tensor where it cannot run this
+// product (not a Hopper GPU, b e5m2, an empty product): the caller then
 // runs the baseline.
 at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                             const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
-                            at::ScalarType out_dtype, int tile_rows = 0) {
+                            at::ScalarType out_dtype, TcTuning tuning = {}) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   if (!tc_hopper_available() || b.scalar_type() != at::kFloat8_e4m3fn || M == 0 || N == 0 ||
       K == 0) {
@@ -173,7 +174,7 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   p.ldb = b_op.ld;
   p.out = out.data_ptr();
   p.ldo = N;
-  p.tuning.bm = tile_rows;
+  p.tuning = tuning;
   if (in_epilogue) {
     // One element each (per tensor), on a's device (checked): its address, whatever the shape.
     p.scale_a = scale_a.const_data_ptr<float>();
@@ -217,22 +218,27 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
 }
 
 // ladder_scaled_mm: one form of the FP8 ladder, forced (bf16 output, no bias, as the report's
-// rows): `widen_tf32` (the first form, above), `fp8_ws` (tc:fp8_ws, what scaled_mm runs on
-// Hopper) or `fp8_ws256` (tc:fp8_ws256: 256 x 128 tiles); the last two refused by name where they
-// cannot run.
+// rows): `widen_tf32` (the first form, above), `fp8_ws` (tc:fp8_ws: one CTA per 128 x 128 tile),
+// `fp8_multicast` (tc:fp8_multicast: clusters of two CTAs sharing B) or `fp8_ws256` (tc:fp8_ws256:
+// 256 x 128 tiles); the last three refused by name where they cannot run.
 at::Tensor ladder_scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b,
                                  const at::Tensor& scale_a, const at::Tensor& scale_b,
                                  c10::string_view variant) {
   constexpr const char* op = "ladder_scaled_mm";
-  CUDASTEPS_CHECK(variant == "widen_tf32" || variant == "fp8_ws" || variant == "fp8_ws256", op,
-                  "variant must be one of widen_tf32, fp8_ws, fp8_ws256, got '", variant, "'");
+  CUDASTEPS_CHECK(variant == "widen_tf32" || variant == "fp8_ws" || variant == "fp8_multicast" ||
+                      variant == "fp8_ws256",
+                  op, "variant must be one of widen_tf32, fp8_ws, fp8_multicast, fp8_ws256, got '",
+                  variant, "'");
   check_scaled_mm_args(a, b, scale_a, scale_b, c10::nullopt, c10::nullopt);
   const c10::cuda::CUDAGuard guard(a.device());
   if (variant == "widen_tf32") {
     return scaled_mm_widened(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16);
   }
-  const at::Tensor out = scaled_mm_hopper(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16,
-                                          variant == "fp8_ws256" ? 256 : 0);
+  TcTuning tuning;
+  tuning.bm = variant == "fp8_ws256" ? 256 : 0;
+  tuning.ctas = variant == "fp8_multicast" ? 2 : 1;
+  const at::Tensor out =
+      scaled_mm_hopper(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16, tuning);
   CUDASTEPS_CHECK(out.defined(), op, std::string(variant),
                   " needs a compute capability 9.0 GPU (and a build for it), b of type "
                   "Float8_e4m3fn and a non-empty product, got b ",

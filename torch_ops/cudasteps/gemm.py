@@ -35,7 +35,7 @@ _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
 # scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
 # cores, then the Hopper FP8 kernel (what scaled_mm runs there).
-SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_ws256")
+SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_multicast", "fp8_ws256")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -298,10 +298,12 @@ def run_scaled_mm_ladder(
     ``widen_tf32``: both FP8 operands widened to float32 (exact), their product on the TF32 tensor
     cores (exact products), then the scales, rounded once: what :func:`scaled_mm` runs where its
     FP8 kernel cannot. ``fp8_ws``: the Hopper FP8 kernel (FP8 wgmmas, TMA, warp specialization,
-    each k-tile's sums promoted into fp32 registers), what :func:`scaled_mm` runs on Hopper;
-    ``fp8_ws256``: the same in 256 x 128 tiles (each consumer warpgroup 128 rows in two halves, one
-    set of k-tile sums waited for per half). Both need a compute capability 9.0 GPU and ``b``
-    float8_e4m3fn, and raise otherwise.
+    each k-tile's sums promoted into fp32 registers), one CTA per 128 x 128 tile;
+    ``fp8_multicast``: the same in clusters of two CTAs on vertically adjacent tiles, which share
+    their B tile by TMA multicast; ``fp8_ws256``: 256 x 128 tiles (each consumer warpgroup 128 rows
+    in two halves, one set of k-tile sums waited for per half). :func:`scaled_mm` runs ``fp8_ws`` on
+    Hopper. All three need a compute capability 9.0 GPU and ``b`` float8_e4m3fn, and raise
+    otherwise.
     """
     return _ops.ladder_scaled_mm(a, b, scale_a, scale_b, variant)
 
@@ -316,8 +318,9 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``tc:cp_async_cfg:<name>``): bfloat16, float16, or float32 computed in TF32 whatever torch's
     switch says (but ``TC_HOPPER_NN_STEPS``: bfloat16, and float16 for ``TC_HOPPER_FP16_STEPS``);
     any layout. For tuning sweeps,
-    ``tc:ws_persistent:bn<128|256>:s<splits>:ts<0|1>`` (any field optional) forces the persistent
-    kernel's tile width (128 x 128 or 128 x 256), split-K factor (capped at the k-tiles and 16) and
+    ``tc:ws_persistent:bn<64|128|256>:s<splits>:ts<0|1>`` (any field optional) forces the
+    persistent kernel's tile width (128 x 64, bfloat16 and float16 only; 128 x 128; 128 x 256),
+    split-K factor (capped at the k-tiles and 16) and
     tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
     that makes at least 2 ranges; ``ts0``: never).
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of

@@ -35,7 +35,7 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
 }
 
 // Tile width, split-K factor and tail split of the Hopper persistent kernels, forced by a ladder
-// variant (tc:ws_persistent:bn<128|256>:s<splits>:ts<0|1>) for tuning sweeps; 0 (tail_split: -1)
+// variant (tc:ws_persistent:bn<64|128|256>:s<splits>:ts<0|1>) for tuning sweeps; 0 (tail_split: -1)
 // lets the launcher choose.
 // The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
 // 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
@@ -45,6 +45,7 @@ struct TcTuning {
   int splits = 0;
   int unroll = 0;
   int tail_split = -1;  // 0: never, 1: the last wave's tiles whatever the waves (tc:ws_persistent)
+  int ctas = 0;  // 2: tc:fp8_ws in clusters of two CTAs (tc:fp8_multicast, the ladder's); else one
 };
 
 struct TcProblem {

@@ -33,8 +33,10 @@ struct HopperCfg {
   static constexpr int kKSteps = BK / kMmaK;          // wgmmas per k-tile, 32 bytes of K each
   static constexpr int kABytes = BM * 128, kBBytes = BN * 128;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // As many stages as fit beside the barriers in 227 KiB: 4 for 128 x 256, 6 for 128 x 128.
-  static constexpr int kStages = BN == 256 ? 4 : 6;
+  // As many stages as fit beside the barriers and tc:ws_persistent's staging in 227 KiB: 4 for
+  // 128 x 256, 6 for 128 x 128, 8 for 128 x 64 (16-bit operands only: the tiles for outputs that
+  // 128 x 128 tiles leave short of a wave; persistent_bn, scheduler.cuh).
+  static constexpr int kStages = BN == 256 ? 4 : BN == 128 ? 6 : 8;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
   // An MN-major operand tile is stored as blocks of 128 bytes of MN (64 bf16/fp16, 32 tf32) by BK
   // k-rows.
@@ -45,10 +47,12 @@ struct HopperCfg {
   // 1024 bytes of slack to align the ring to the 1024-byte swizzle atom, then the barriers.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
   // tc:ws_persistent stages its output through shared memory for TMA stores: per consumer
-  // warpgroup, kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring.
+  // warpgroup, up to kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring
+  // (one box where the tile's 64 x BN block is narrower: 128 x 64 tiles of a 16-bit output).
   static constexpr int kStoreBoxes = 2;
   static constexpr int kStoreBytes = 2 * kStoreBoxes * 64 * 128;
   static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
+  static_assert(kWsSmemBytes <= 227 * 1024, "a Hopper block has 227 KiB of shared memory");
 };
 
 // tc:fp8_ws256 (FP8 only): 256 x 128 tiles. Each consumer warpgroup takes 128 rows as two 64-row

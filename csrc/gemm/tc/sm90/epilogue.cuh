@@ -129,6 +129,16 @@ __device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float
   }
 }
 
+// Columns of one round of the staged TMA stores of a 64 x BN block of output type T: kStoreBoxes
+// boxes of 128 bytes of columns, or the whole block where it is narrower (128 x 64 tiles of a
+// 16-bit output: one box).
+template <TcType T, int BN>
+constexpr int store_round_cols() {
+  constexpr int kBoxCols = 128 / tc_elem_bytes(T);
+  constexpr int kCols = HopperCfg<T, BN>::kStoreBoxes * kBoxCols;
+  return kCols < BN ? kCols : BN;
+}
+
 // The 16-bit staging of one stmatrix_x4: this lane's place in `staging` for column blocks j0 and
 // j0 + 1 (lane 8q + i gives row i of matrix q: rows 8(q % 2) + i of the warp's 16, column block
 // j0 + q / 2) and the four pairs (j0, h 0), (j0, h 1), (j0 + 1, h 0), (j0 + 1, h 1) of the thread.
@@ -158,7 +168,7 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
                                             int64_t n0, uint8_t* staging) {
   using E = typename tc::Elem<T>::type;
   constexpr int kBoxCols = 128 / int(sizeof(E));
-  constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * kBoxCols;
+  constexpr int kRoundCols = store_round_cols<T, BN>();
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
   if constexpr (T == TcType::kTF32) {
@@ -207,7 +217,7 @@ __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const f
                                                   int64_t m0, int64_t n0, uint8_t* staging) {
   static_assert(T != TcType::kTF32, "linear_act's fused stage is built for 16-bit outputs");
   using E = typename tc::Elem<T>::type;
-  constexpr int kRoundCols = HopperCfg<T, BN>::kStoreBoxes * (128 / int(sizeof(E)));
+  constexpr int kRoundCols = store_round_cols<T, BN>();
   constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   float2 bias[kJs];
@@ -252,8 +262,8 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
                                                  uint8_t* staging, int bar_id) {
   using E = typename tc::Elem<T>::type;
   constexpr int kBoxCols = 128 / int(sizeof(E));
-  constexpr int kBoxes = HopperCfg<T, BN>::kStoreBoxes;
-  constexpr int kRoundCols = kBoxes * kBoxCols;
+  constexpr int kRoundCols = store_round_cols<T, BN>();
+  constexpr int kBoxes = kRoundCols / kBoxCols;
   const int t = threadIdx.x % 128;
   // The last round's stores (of this tile or the one before) must have read `staging`; they are
   // waited for only now, so a tile's final stores run on under the next tile's main loop.
@@ -348,8 +358,8 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 template <int BN>
 __device__ __forceinline__ bool tail_split_fixup(const HopperParams& p, const WorkUnit& u, int cwg,
                                                  float (&d)[BN / 2], int bar_id) {
-  constexpr int kVecs = BN / 8;  // float4s per thread
-  constexpr int kChunk = 16;     // float4s in flight per thread (64 registers)
+  constexpr int kVecs = BN / 8;                     // float4s per thread
+  constexpr int kChunk = kVecs < 16 ? kVecs : 16;  // float4s in flight per thread (<= 64 registers)
   const int t = threadIdx.x % 128;
   const int local = u.tile - (p.raster.count() - p.tail.tiles);
   const float4* first = reinterpret_cast<const float4*>(p.tail.workspace) +

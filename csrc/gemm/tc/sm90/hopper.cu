@@ -118,12 +118,13 @@ void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   }
 }
 
-// tc:ws_persistent's tiles for an M x N output (k_tiles of K) as tc:final runs it (launch_layout's
-// tile width), or -1 past what problem_params accepts.
-int64_t final_tiles(int64_t M, int64_t N, int64_t k_tiles) {
+// tc:ws_persistent's tiles for an M x N output (k_tiles of K) as tc:final runs it for TF32 or
+// linear_act's fused stage (launch_layout's tile width without the 128 x 64 tiles, which neither
+// takes), or -1 past what problem_params accepts.
+int64_t final_tiles(int64_t M, int64_t N, int64_t K, int64_t k_tiles) {
   if (k_tiles >= INT_MAX) return -1;
-  const int64_t tiles =
-      ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, persistent_bn(M, N, int(k_tiles), 0));
+  const int64_t tiles = ceil_div<int64_t>(M, 128) *
+                        ceil_div<int64_t>(N, persistent_bn(M, N, K, int(k_tiles), 0, false));
   return tiles > INT_MAX / kSplitMax ? -1 : tiles;
 }
 
@@ -152,14 +153,14 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
   // tc:ws_persistent's split-K choice (launch_typed) for this size.
   const int64_t k_tiles = ceil_div<int64_t>(K, 32);
-  const int64_t tiles = final_tiles(M, N, k_tiles);
+  const int64_t tiles = final_tiles(M, N, K, k_tiles);
   return tiles >= 0 && choose_splits(int(tiles), int(k_tiles), M, K, sm_count()) == 1;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
   // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size.
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
-  const int64_t tiles = final_tiles(M, N, k_tiles);
+  const int64_t tiles = final_tiles(M, N, K, k_tiles);
   return tiles >= 0 &&
          choose_tail_split(int(tiles), int(k_tiles), sm_count(), -1).first > 0;
 }

@@ -289,10 +289,11 @@ __global__ void __launch_bounds__(384, 1)
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
       if (p.splits == 1 && p.tma_store) {
         // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
-        // (the kernel tc:final runs) also takes linear_act's fused stage, which needs the TMA
-        // stores (launch_typed checks; other types and layouts are not built with it: about 4 s
-        // of compile time per unit).
-        constexpr bool kFusable = Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32;
+        // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused
+        // stage, which needs the TMA stores (launch_typed checks; other types, layouts and widths
+        // are not built with it: about 4 s of compile time per unit).
+        constexpr bool kFusable =
+            Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64;
         store_accumulators_tma<TOut, BN, kFusable>(ep, &map_out, d, m0, n0,
                                                    staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
       } else if (p.splits == 1) {

@@ -200,17 +200,37 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// A persistent kernel in clusters of two CTAs (wgmma_ws_kernel<..., Ctas = 2>: tc:ws_multicast,
+// tc:fp8_multicast), one cluster per pair of vertically adjacent tiles (and k range), up to as
+// many clusters as fit at once. The raster walks the pairs; a group of 4 pairs keeps the 8 tile
+// rows of A in L2 that the single-CTA raster's group of 8 does. The B map's box must be half a
+// tile tall (each CTA loads and multicasts its half).
+template <typename Kernel, typename Ep>
+void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
+                  const CUtensorMap& map_b, const CUtensorMap& map_out, const Ep& ep,
+                  size_t smem_bytes, cudaStream_t stream) {
+  p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
+  p.raster.group = 4;
+  const int pairs = p.raster.count();
+  tc::configure_smem_once(kernel, smem_bytes);
+  const int clusters =
+      std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, smem_bytes));
+  const ClusterLaunch launch(2 * clusters, 2, 384, smem_bytes, stream);
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <TcType T, int BN, bool AK, bool BKm>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
-  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>();
-  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>();
+  // 128 x 64 tiles: tc:ws_persistent's kernel alone.
+  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>() && BN != 64;
+  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>() && BN != 64;
   TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
                   (kPingPongBuilt && which == HopperKernel::kPingPong),
               "cudasteps.mm: this Hopper ladder kernel is built for bf16 row-major A and B only "
               "(the dispatcher transposes other layouts into it)");
   using Cfg = HopperCfg<T, BN>;
   HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
-  const int64_t tiles_m = p.raster.tiles_m;
   const Epilogue<T> ep = Epilogue<T>::from(pr);
   // The fused stage runs in tc:ws_pingpong's and tc:ws_persistent's staged TMA stores (or
   // split-K's reduce), built for 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
@@ -272,25 +292,16 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   } else if constexpr (!kLadder) {
     // Unreachable (checked on entry); the multicast kernel below is not instantiated here.
   } else {
-    // The raster walks pairs of vertically adjacent tiles (one per CTA of a cluster); a group of
-    // 4 pairs keeps the 8 tile rows of A in L2 that the single-CTA raster's group of 8 does.
-    p.raster.tiles_m = int(ceil_div<int64_t>(tiles_m, 2));
-    p.raster.group = 4;
-    const int pairs = p.raster.count();
-    auto kernel = wgmma_ws_kernel<T, BN, AK, BKm, 2>;
-    tc::configure_smem_once(kernel, Cfg::kWsSmemBytes);
-    const int clusters =
-        std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, Cfg::kWsSmemBytes));
-    const ClusterLaunch launch(2 * clusters, 2, 384, Cfg::kWsSmemBytes, stream);
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_pairs(wgmma_ws_kernel<T, BN, AK, BKm, 2>, p, map_a, map_b, map_out, ep,
+                 Cfg::kWsSmemBytes, stream);
   }
   if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
 }
 
-// An FP8 kernel (tc:fp8_ws or tc:fp8_ws256) over its tiles of Cfg: A of type TA, B e4m3, both
-// K-major, the output of type TOut, split along K where the tiles leave SMs idle.
-template <typename Cfg, TcType TA, TcType TOut, typename Kernel>
+// An FP8 kernel (tc:fp8_ws, tc:fp8_multicast or tc:fp8_ws256) over its tiles of Cfg, in clusters
+// of Ctas CTAs: A of type TA, B e4m3, both K-major, the output of type TOut, split along K where
+// the tiles leave SMs idle.
+template <typename Cfg, TcType TA, TcType TOut, int Ctas, typename Kernel>
 void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
@@ -299,18 +310,31 @@ void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   // No tail split: its fixup is not built into the FP8 kernels (wgmma_ws_kernel).
   p.splits = persistent_splits(pr, p, tiles, sms);
   const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
-  const CUtensorMap map_b = operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, 128);
+  // In clusters each CTA loads (and multicasts) its share of the B tile: the box is that tall.
+  const CUtensorMap map_b =
+      operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, Cfg::BN / Ctas);
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
-  launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
-                    Cfg::kWsSmemBytes, stream);
+  if constexpr (Ctas == 1) {
+    launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
+                      Cfg::kWsSmemBytes, stream);
+  } else {
+    launch_pairs(kernel, p, map_a, map_b, map_out, ep, Cfg::kWsSmemBytes, stream);
+  }
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
 
 // scaled_mm's Hopper kernel: tc:fp8_ws (wgmma_ws_kernel, 128 x 128 tiles) with A of type TA (e4m3
-// or e5m2), B e4m3, both K-major, the output of type TOut (bf16, or kTF32 for float32); or, where
-// the ladder asks for it (tuning.bm 256), tc:fp8_ws256.
+// or e5m2), B e4m3, both K-major, the output of type TOut (bf16, or kTF32 for float32). The ladder
+// also asks for (bf16 outputs only) tc:fp8_multicast (tuning.ctas 2: the same kernel in clusters of
+// two CTAs on vertically adjacent tiles that share their B tile by TMA multicast, so a CTA pulls
+// 24 KiB per k-tile out of L2 instead of 32) and tc:fp8_ws256 (tuning.bm 256: 256 x 128 tiles).
+// Measured on an H200 (e4m3, bf16 out, interleaved with torch._scaled_mm, the report's FFN shapes
+// and 4096^3, 8192^3): tc:fp8_ws 0.90-0.92x torch, tc:fp8_multicast 0.82-0.87x, tc:fp8_ws256
+// 0.77-0.81x. L2 bandwidth is not what holds tc:fp8_ws back (ncu, 8192^3: L2 at 75% of its peak,
+// the tensor pipe at 79% against cuBLAS's 92%); in a cluster, a stage is refilled only once the
+// consumers of both CTAs are done with it, which likely costs more than the multicast saves.
 template <TcType TA, TcType TOut>
 void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   static_assert(tc_is_fp8(TA) && !tc_is_fp8(TOut), "FP8 operands, a 16- or 32-bit output");
@@ -321,14 +345,24 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   // Every work unit needs a k-tile: the consumers' first wait is for one.
   TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
   if (pr.tuning.bm == 256) {
-    // tc:fp8_ws256 (the ladder's fp8_ws256: 256 x 128 tiles), built for bf16 outputs alone.
+    // tc:fp8_ws256 (the ladder's), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
-      launch_fp8_tiles<Fp8WideCfg<TA>, TA, TOut>(pr, wgmma_fp8_wide_kernel<TA, TOut>, stream);
+      launch_fp8_tiles<Fp8WideCfg<TA>, TA, TOut, 1>(pr, wgmma_fp8_wide_kernel<TA, TOut>, stream);
       return;
     }
     TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_ws256 is built for bf16 outputs only");
   }
-  launch_fp8_tiles<HopperCfg<TA, 128>, TA, TOut>(
+  using Cfg = HopperCfg<TA, 128>;
+  if (pr.tuning.ctas == 2) {
+    // tc:fp8_multicast (the ladder's), built for bf16 outputs alone.
+    if constexpr (TOut == TcType::kBF16) {
+      launch_fp8_tiles<Cfg, TA, TOut, 2>(
+          pr, wgmma_ws_kernel<TA, 128, true, true, 2, TcType::kE4M3, TOut>, stream);
+      return;
+    }
+    TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_multicast is built for bf16 outputs only");
+  }
+  launch_fp8_tiles<Cfg, TA, TOut, 1>(
       pr, wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>, stream);
 }
 
@@ -366,16 +400,28 @@ void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup).
+// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup). 128 x 64
+// tiles are built for tc:ws_persistent with 16-bit operands and an epilogue other than linear_act's
+// fused stage (which the 128 and 256 widths take).
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
-  if (which == HopperKernel::kPingPong) {
-    launch_typed<T, 128, AK, BKm>(p, which, stream);  // each consumer warpgroup: 128 x 128
-  } else if (persistent_bn(p.M, p.N, int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK)),
-                           p.tuning.bn) == 256) {
+  constexpr bool kHalfBuilt = T != TcType::kTF32;
+  const bool half_ok = kHalfBuilt && which == HopperKernel::kWarpSpecialized &&
+                       !Epilogue<T>::from(p).fused();
+  TORCH_CHECK(p.tuning.bn != 64 || half_ok,
+              "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
+              "or float16 operands and no fused activation only");
+  const int bn =
+      which == HopperKernel::kPingPong
+          ? 128  // each consumer warpgroup: 128 x 128
+          : persistent_bn(p.M, p.N, p.K, int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK)),
+                          p.tuning.bn, half_ok);
+  if (bn == 256) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
-  } else {
+  } else if (bn == 128) {
     launch_typed<T, 128, AK, BKm>(p, which, stream);
+  } else if constexpr (kHalfBuilt) {
+    launch_typed<T, 64, AK, BKm>(p, which, stream);
   }
 }
 

@@ -70,8 +70,20 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 //   0.061 wide (estimates 0.75 against 0.85, 0.375 against 0.53). In the benchmark report after
 //   the rule (make bench of 186bf8b) 4096 x 1024 x 32768 ran 1.00x cuBLAS (0.96x before) and
 //   3072 x 1024 x 8192 the same as before within the noise (0.81x).
-// `forced` (a ladder variant's bn<128|256>) wins when non-zero.
+// 16-bit operands also have 128 x 64 tiles (`half_ok`), taken where the same estimate is shorter
+// with a 128 x 64 tile costing kHalfTileCost, and where those tiles' schedule cuts K into at most
+// two ranges: outputs that 128 x 128 tiles leave well short of a wave, as cuBLAS does (1024 x
+// 1024 x 8192 weight gradients: 128 x 64 tiles, 128 of them in one wave). Measured on an H100
+// (bf16, operands rotated out of L2, ladder variants tc:ws_persistent:bn<w>, us, 128 x 64 against
+// 128 x 128 tiles): linears 256 x 4096 -> 4096 21.7 against 26.4, 1024 x 4096 -> 1024 21.9 / 25.2,
+// 128 x 8192 -> 8192 54.1 / 60.8, 8192 x 8192 -> 128 56.0 / 61.6, 1000^3 21.8 / 24.2 (a 128 x 64
+// tile took 0.62-0.68 of a 128 x 128 one's time); weight gradients 1024^2 x 8192 35.6 / 36.8, but
+// 512^2 x 32768 57.2 / 47.1: there the 32 narrow tiles were cut into 4 k ranges each (tail split
+// or split-K alike), and every range streamed its share of 64 MB of operands beside the others.
+// `forced` (a ladder variant's bn<64|128|256>) wins when non-zero.
 constexpr double kWideTileCost = 1.7;
+constexpr double kHalfTileCost = 0.65;
+constexpr int kHalfMaxKRanges = 2;
 constexpr double kTailFixupCost = 0.25;
 
 inline double persistent_waves(int64_t tiles, int k_tiles, int sms) {
@@ -80,16 +92,28 @@ inline double persistent_waves(int64_t tiles, int k_tiles, int sms) {
   return double((tiles - tail_tiles) / sms) + 1.0 / parts + kTailFixupCost;
 }
 
-inline int persistent_bn(int64_t rows, int64_t cols, int k_tiles, int forced) {
+// The k ranges tc:ws_persistent cuts each of `tiles` tiles into (k_tiles each, rows of the output
+// and K as given): the tail split's parts where it splits, else split-K's (choose_splits).
+inline int persistent_k_ranges(int64_t tiles, int k_tiles, int64_t rows, int64_t K, int sms) {
+  const int parts = choose_tail_split(int(tiles), k_tiles, sms, -1).second;
+  return parts > 0 ? parts : choose_splits(int(tiles), k_tiles, rows, K, sms);
+}
+
+inline int persistent_bn(int64_t rows, int64_t cols, int64_t K, int k_tiles, int forced,
+                         bool half_ok) {
   if (forced != 0) return forced;
   const int sms = sm_count();
-  const int64_t wide = ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 256);
+  const int64_t tiles_m = ceil_div<int64_t>(rows, 128);
+  const int64_t wide = tiles_m * ceil_div<int64_t>(cols, 256);
   if (wide >= sms) return 256;
-  const int64_t narrow = ceil_div<int64_t>(rows, 128) * ceil_div<int64_t>(cols, 128);
-  return kWideTileCost * persistent_waves(wide, k_tiles, sms) <
-                 persistent_waves(narrow, k_tiles, sms)
-             ? 256
-             : 128;
+  const int64_t half = tiles_m * ceil_div<int64_t>(cols, 64);
+  const double t128 = persistent_waves(tiles_m * ceil_div<int64_t>(cols, 128), k_tiles, sms);
+  const double t256 = kWideTileCost * persistent_waves(wide, k_tiles, sms);
+  const bool half_fits =
+      half_ok && persistent_k_ranges(half, k_tiles, rows, K, sms) <= kHalfMaxKRanges;
+  const double t64 = half_fits ? kHalfTileCost * persistent_waves(half, k_tiles, sms) : t128;
+  if (t256 < t128 && t256 < t64) return 256;
+  return t64 < t128 ? 64 : 128;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
