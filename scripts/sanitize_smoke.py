@@ -183,8 +183,11 @@ def smoke_tensor_cores(dev):
             b = torch.randn(k, n, device=dev).to(dtype)
             want = a.double() @ b.double()
             # tc:ws_persistent's tail split forced (the last wave's tiles cut into k ranges whose
-            # sums the last part to arrive adds up): 64 x 256 x 4096 is cut into 16 ranges.
+            # sums the last part to arrive adds up): 64 x 256 x 4096 is cut into 16 ranges. And its
+            # 128 x 64 (with the tail split) and 192 x 128 tiles (16-bit operands).
             sched = ["tc:ws_persistent:ts1"] if hopper else []
+            if hopper and dtype != torch.float32:
+                sched += ["tc:ws_persistent:bn64:ts1", "tc:ws_persistent:bm192"]
             for v in steps + sched:
                 check(f"ladder mm {v} {dtype} {m}x{n}x{k}", gemm.run_ladder(v, a, b), want, tol=tol)
                 at, bt = a.t().contiguous().t(), b.t().contiguous().t()

@@ -697,9 +697,9 @@ _WS_REASON = _tc_step_reason("tc:ws_persistent")
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_persistent_tuning_variants():
-    """tc:ws_persistent:bn<64|128|256>:s<splits> forces the tile width and split-K (for sweeps):
-    every forced combination is still the exact product, and malformed fields are refused (bn64,
-    the 128 x 64 tiles, for float32 by name)."""
+    """tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits> forces the tile width and rows and
+    split-K (for sweeps): every forced combination is still the exact product, and malformed
+    fields are refused (bn64 and bm192, the 128 x 64 and 192 x 128 tiles, for float32 by name)."""
     for dtype in G.TC_DTYPES:
         half = dtype != torch.float32
         with tf32_mode(True):
@@ -709,17 +709,39 @@ def test_ws_persistent_tuning_variants():
                 ref = ref_mm(a, b)
                 fields_list = ["bn128", "bn256", "s1", "s3", "bn128:s5", "bn256:s16", "s16:bn128"]
                 if half:
-                    fields_list += ["bn64", "bn64:s7", "bn64:ts1"]
+                    fields_list += ["bn64", "bn64:s7", "bn64:ts1", "bm192", "bm192:s3", "bm192:bn128"]
                 for fields in fields_list:
                     out = G.run_ladder(f"tc:ws_persistent:{fields}", a, b)
                     assert rel_err(out, ref) < half_tol(dtype, k), (fields, dtype, m, n, k)
     f32 = make_tensor((8, 8), torch.float32, "cuda")
-    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64': 128 x 64 tiles \(bn64\) are built for"):
-        G.run_ladder("tc:ws_persistent:bn64", f32, f32)
+    for fields in ("bn64", "bm192"):
+        with pytest.raises(RuntimeError, match=rf"'tc:ws_persistent:{fields}': 128 x 64 and 192 x 128 tiles"):
+            G.run_ladder(f"tc:ws_persistent:{fields}", f32, f32)
     a = make_tensor((8, 8), torch.bfloat16, "cuda")
-    for bad in ("bn32", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
+    wide_tall = r"'tc:ws_persistent:bm192:bn256': 192-row tiles \(bm192\) are 128 wide"
+    with pytest.raises(RuntimeError, match=wide_tall):
+        G.run_ladder("tc:ws_persistent:bm192:bn256", a, a)
+    for bad in ("bn32", "bm64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+@pytest.mark.parametrize("ta", [False, True], ids=["a_rowmajor", "a_transposed"])
+@pytest.mark.parametrize("tb", [False, True], ids=["b_rowmajor", "b_transposed"])
+def test_ws_tall_tiles(ta, tb):
+    """tc:ws_persistent:bm192 (192 x 128 tiles, three consumer warpgroups) in every layout: within
+    the dtype's bound of the float64 product, and bitwise the 128 x 128 tiles' product where
+    neither splits K (each output element gets the same wgmmas in the same k order): a 3072 x 1024
+    output (the weight-gradient shape the launcher gives these tiles), odd edges with a tile
+    row's last warpgroups below M, and one tile row taller than M."""
+    for dtype in (torch.bfloat16, torch.float16):
+        for i, (m, n, k) in enumerate([(3072, 1024, 1000), (700, 260, 333), (100, 136, 64)]):
+            a = layout(make_tensor((m, k), dtype, "cuda", seed=300 + i) / k**0.5, ta)
+            b = layout(make_tensor((k, n), dtype, "cuda", seed=310 + i), tb)
+            tall = G.run_ladder("tc:ws_persistent:bm192", a, b)
+            assert rel_err(tall, ref_mm(a, b)) < half_tol(dtype, k), (dtype, m, n, k)
+            assert torch.equal(tall, G.run_ladder("tc:ws_persistent:bn128:ts0", a, b)), (dtype, m, n, k)
 
 
 # Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),

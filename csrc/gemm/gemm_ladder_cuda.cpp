@@ -116,12 +116,13 @@ const char* kLadderNames =
     "cp_async_kmajor, grouped_copies, stream_k_tail, serpentine_fma, swap_nn, blocked_sum, final, "
     "cfg:<name>[:s<splits>|:sk|:sk<splits>], tc:mma, "
     "tc:ldmatrix_cp_async, tc:cp_async_cfg:<name>, tc:wgmma, tc:wgmma_tma, "
-    "tc:ws_persistent[:bn<64|128|256>][:s<splits>][:ts<0|1>], tc:ws_multicast, tc:ws_pingpong, "
+    "tc:ws_persistent[:bn<64|128|256>][:bm<128|192>][:s<splits>][:ts<0|1>], tc:ws_multicast, "
+    "tc:ws_pingpong, "
     "tc:ws_tf32_rs, "
     "tc:final, gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k, "
     "gemv:mma[:s<splits>][:u<2|4>], gemv:final";
 
-// The fields of "bn<64|128|256>:s<splits>:ts<0|1>" (any may be left out), as in
+// The fields of "bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>" (any may be left out), as in
 // tc:ws_persistent:bn128:s4.
 // Calls f(field, letters, value) for each ':'-separated field of `fields`; value is the number
 // after the field's letters, or -1 when the field is not letters followed by 1-3 digits.
@@ -144,13 +145,15 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
   TcTuning t;
   for_each_tuning_field(fields, [&](const std::string& f, const std::string& name, int value) {
     const bool is_bn = name == "bn" && (value == 64 || value == 128 || value == 256);
+    const bool is_bm = name == "bm" && (value == 128 || value == 192);
     const bool is_s = name == "s" && value >= 1;
     const bool is_ts = name == "ts" && (value == 0 || value == 1);
-    CUDASTEPS_CHECK(is_bn || is_s || is_ts, kOp, "tuning fields of '", variant,
-                    "' must be bn64, bn128 or bn256, s<splits> (splits >= 1) and ts0 or ts1, got '",
+    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts, kOp, "tuning fields of '", variant,
+                    "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1) and "
+                    "ts0 or ts1, got '",
                     f,
                     "'");
-    (is_bn ? t.bn : is_s ? t.splits : t.tail_split) = value;
+    (is_bn ? t.bn : is_bm ? t.bm : is_s ? t.splits : t.tail_split) = value;
   });
   return t;
 }
@@ -185,13 +188,17 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   } else if (step == "ws_persistent") {
     kernel = TcKernel::kWsPersistent;
   } else if (step.rfind("ws_persistent:", 0) == 0) {
-    // Tuning sweeps: ws_persistent[:bn<64|128|256>][:s<splits>][:ts<0|1>] forces the tile width,
-    // split-K, the tail split.
+    // Tuning sweeps: ws_persistent[:bn<64|128|256>][:bm<128|192>][:s<splits>][:ts<0|1>] forces
+    // the tile width and rows, split-K, the tail split.
     kernel = TcKernel::kWsPersistent;
     tuning = parse_ws_tuning(step.substr(14), variant);
-    CUDASTEPS_CHECK(tuning.bn != 64 || dtype != at::kFloat, kOp, "'", variant,
-                    "': 128 x 64 tiles (bn64) are built for bfloat16 and float16 only, got ",
+    CUDASTEPS_CHECK((tuning.bn != 64 && tuning.bm != 192) || dtype != at::kFloat, kOp, "'",
+                    variant,
+                    "': 128 x 64 and 192 x 128 tiles (bn64, bm192) are built for bfloat16 and "
+                    "float16 only, got ",
                     dtype);
+    CUDASTEPS_CHECK(tuning.bm != 192 || tuning.bn == 0 || tuning.bn == 128, kOp, "'", variant,
+                    "': 192-row tiles (bm192) are 128 wide, got bn", tuning.bn);
   } else if (step == "ws_multicast") {
     kernel = TcKernel::kWsMulticast;
   } else if (step == "ws_pingpong") {

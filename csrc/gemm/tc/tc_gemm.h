@@ -34,13 +34,15 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
   return t == TcType::kTF32 ? 4 : tc_is_fp8(t) ? 1 : 2;
 }
 
-// Tile width, split-K factor and tail split of the Hopper persistent kernels, forced by a ladder
-// variant (tc:ws_persistent:bn<64|128|256>:s<splits>:ts<0|1>) for tuning sweeps; 0 (tail_split: -1)
-// lets the launcher choose.
+// Tile width and rows, split-K factor and tail split of the Hopper persistent kernels, forced by a
+// ladder variant (tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>) for tuning
+// sweeps; 0 (tail_split: -1) lets the launcher choose.
 // The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
 // 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
 struct TcTuning {
-  int bm = 0;  // tc:fp8_ws's tile rows: 0 (128), or 256 for tc:fp8_ws256 (the ladder's fp8_ws256)
+  // Tile rows: tc:fp8_ws's 0 (128) or 256 (tc:fp8_ws256, the ladder's fp8_ws256);
+  // tc:ws_persistent's 0 (the launcher's choice), 128 or 192 (bm192: 192 x 128 tiles, 16-bit).
+  int bm = 0;
   int bn = 0;
   int splits = 0;
   int unroll = 0;

@@ -24,9 +24,15 @@ using tc::smem_u32;
 using tc::TileRaster;
 
 // ---- tile configuration ----
-template <TcType T, int BN_>
+// BM_ 192 (tc:ws_persistent's tall tiles, 16-bit operands and 128-wide tiles only): three
+// consumer warpgroups of 64 rows each instead of two, for outputs whose 192-row tiles fill a wave
+// that 128-row ones leave part idle (persistent_bm, scheduler.cuh).
+template <TcType T, int BN_, int BM_ = 128>
 struct HopperCfg {
-  static constexpr int BM = 128, BN = BN_;
+  static constexpr int BM = BM_, BN = BN_;
+  static_assert(BM == 128 || (BM == 192 && BN == 128), "128-row tiles, or 192 x 128");
+  static constexpr int kConsumers = BM / 64;  // consumer warpgroups, 64 rows each
+  static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kElemBytes = tc_elem_bytes(T);  // of the operands
   static constexpr int BK = 128 / kElemBytes;  // one 128-byte swizzle row of K
   static constexpr int kMmaK = 32 / kElemBytes;  // k8 (tf32), k16 (bf16, fp16), k32 (FP8)
@@ -35,8 +41,8 @@ struct HopperCfg {
   static constexpr int kStageBytes = kABytes + kBBytes;
   // As many stages as fit beside the barriers and tc:ws_persistent's staging in 227 KiB: 4 for
   // 128 x 256, 6 for 128 x 128, 8 for 128 x 64 (16-bit operands only: the tiles for outputs that
-  // 128 x 128 tiles leave short of a wave; persistent_bn, scheduler.cuh).
-  static constexpr int kStages = BN == 256 ? 4 : BN == 128 ? 6 : 8;
+  // 128 x 128 tiles leave short of a wave; persistent_bn, scheduler.cuh), 4 for 192 x 128.
+  static constexpr int kStages = BM == 192 ? 4 : BN == 256 ? 4 : BN == 128 ? 6 : 8;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
   // An MN-major operand tile is stored as blocks of 128 bytes of MN (64 bf16/fp16, 32 tf32) by BK
   // k-rows.
@@ -50,7 +56,8 @@ struct HopperCfg {
   // warpgroup, up to kStoreBoxes boxes of 64 rows x 128 bytes at a time (16 KiB), after the ring
   // (one box where the tile's 64 x BN block is narrower: 128 x 64 tiles of a 16-bit output).
   static constexpr int kStoreBoxes = 2;
-  static constexpr int kStoreBytes = 2 * kStoreBoxes * 64 * 128;
+  static constexpr int kStoreBytesPerConsumer = kStoreBoxes * 64 * 128;
+  static constexpr int kStoreBytes = kConsumers * kStoreBytesPerConsumer;
   static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
   static_assert(kWsSmemBytes <= 227 * 1024, "a Hopper block has 227 KiB of shared memory");
 };

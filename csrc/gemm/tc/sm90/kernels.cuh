@@ -144,8 +144,14 @@ __global__ void __launch_bounds__(256, 1)
 // 4096^3 / 8192^3): one set, waited for before each promotion, 1058 / 1031; promoting every 4
 // k-tiles instead, 1228 / 1135 but up to 1.17x torch's error; the two sets, 1256 / 1168 with
 // torch's error. The ladder's kernels do not take FP8 (not built for it).
-template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T>
-__global__ void __launch_bounds__(384, 1)
+//
+// BM 192 (tc:ws_persistent's tall tiles, one CTA per cluster, 16-bit operands, 128 columns): three
+// consumer warpgroups of 64 rows each (512 threads), for outputs whose 192 x 128 tiles fill a wave
+// where 128-row tiles leave it part idle (3072 x 1024: 128 tiles against 96 of 128 x 256 or 192 of
+// 128 x 128 on 132 SMs). No tail split: launch_tall never asks for one.
+template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
+          int BM = 128>
+__global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
                     const __grid_constant__ CUtensorMap map_out, const HopperParams p,
@@ -153,9 +159,10 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
   constexpr bool kFp8 = tc_is_fp8(T);
   static_assert(!kFp8 || BN == 128, "FP8: 128 x 128 tiles");
-  using Cfg = HopperCfg<T, BN>;
+  static_assert(BM == 128 || (Ctas == 1 && !kFp8), "192-row tiles: one CTA per cluster, 16-bit");
+  using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
-  constexpr int kConsumerWarps = 8;
+  constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
   uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
@@ -184,11 +191,11 @@ __global__ void __launch_bounds__(384, 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, Ctas>(&map_a, &map_b, p, ring, full, empty, rank, first_unit,
-                                          unit_step);
+      produce_tiles<T, BN, AK, BKm, Ctas, Cfg>(&map_a, &map_b, p, ring, full, empty, rank,
+                                               first_unit, unit_step);
     }
   } else {
-    consumer_registers();
+    consumer_registers<Cfg::kConsumers>();
     // FP8: alpha times the per-tensor scales, read on the device.
     const Epilogue<TOut> ep = kFp8 ? ep_in.with_device_scales() : ep_in;
     const int cwg = wg - 1;  // which 64-row half of the tile
@@ -281,7 +288,7 @@ __global__ void __launch_bounds__(384, 1)
       // A tail-split part that does not complete its tile leaves its sums for the one that does.
       // (Not built into tc:fp8_ws: with the fixup in it, the kernel ran 10% slower on every shape,
       // 4096^3 0.124 against 0.115 ms on an H100; launch_fp8_tiles never asks for the split.)
-      if constexpr (Ctas == 1 && !kFp8) {
+      if constexpr (Ctas == 1 && !kFp8 && BM == 128) {
         if (u.part >= 0 && !tail_split_fixup<BN>(p, u, cwg, d, 1 + cwg)) continue;
       }
       // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
@@ -293,9 +300,9 @@ __global__ void __launch_bounds__(384, 1)
         // stage, which needs the TMA stores (launch_typed checks; other types, layouts and widths
         // are not built with it: about 4 s of compile time per unit).
         constexpr bool kFusable =
-            Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64;
-        store_accumulators_tma<TOut, BN, kFusable>(ep, &map_out, d, m0, n0,
-                                                   staging + cwg * (Cfg::kStoreBytes / 2), 1 + cwg);
+            Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
+        store_accumulators_tma<TOut, BN, kFusable>(
+            ep, &map_out, d, m0, n0, staging + cwg * Cfg::kStoreBytesPerConsumer, 1 + cwg);
       } else if (p.splits == 1) {
         store_accumulators<TOut, BN>(ep, d, m0, n0);
       } else {

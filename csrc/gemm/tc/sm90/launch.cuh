@@ -190,13 +190,13 @@ inline int persistent_splits(const TcProblem& pr, const HopperParams& p, int til
 }
 
 // A single-CTA persistent kernel: one block per SM (at most one per work unit), each walking its
-// work units.
+// work units; 384 threads (a producer and two consumer warpgroups) but where told.
 template <typename Kernel, typename Ep>
 void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map_a,
                        const CUtensorMap& map_b, const CUtensorMap& map_out, const HopperParams& p,
-                       const Ep& ep, size_t smem_bytes, cudaStream_t stream) {
+                       const Ep& ep, size_t smem_bytes, cudaStream_t stream, int threads = 384) {
   tc::configure_smem_once(kernel, smem_bytes);
-  kernel<<<std::min(units, sms), 384, smem_bytes, stream>>>(map_a, map_b, map_out, p, ep);
+  kernel<<<std::min(units, sms), threads, smem_bytes, stream>>>(map_a, map_b, map_out, p, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -400,6 +400,27 @@ void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// tc:ws_persistent in 192 x 128 tiles (three consumer warpgroups; persistent_bm chose them): split
+// along K where its rule says (choose_splits), never the tail split.
+template <TcType T, bool AK, bool BKm>
+void launch_tall(const TcProblem& pr, cudaStream_t stream) {
+  using Cfg = HopperCfg<T, 128, 192>;
+  HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
+  const Epilogue<T> ep = Epilogue<T>::from(pr);
+  TORCH_CHECK(!ep.fused(), "cudasteps.mm: 192 x 128 tiles do not take linear_act's fused stage");
+  const int sms = sm_count();
+  const int tiles = p.raster.count();
+  p.splits = persistent_splits(pr, p, tiles, sms);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
+  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, Cfg::BN);
+  const ScratchBuffer partial = split_k_scratch(pr, p);
+  const CUtensorMap map_out =
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
+  launch_persistent(wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, tiles * p.splits, sms, map_a,
+                    map_b, map_out, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
+  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
+}
+
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup). 128 x 64
 // tiles are built for tc:ws_persistent with 16-bit operands and an epilogue other than linear_act's
 // fused stage (which the 128 and 256 widths take).
@@ -411,12 +432,20 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   TORCH_CHECK(p.tuning.bn != 64 || half_ok,
               "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
               "or float16 operands and no fused activation only");
-  const int bn =
-      which == HopperKernel::kPingPong
-          ? 128  // each consumer warpgroup: 128 x 128
-          : persistent_bn(p.M, p.N, p.K, int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK)),
-                          p.tuning.bn, half_ok);
-  if (bn == 256) {
+  const int k_tiles = int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK));
+  double bn_time = 0.0;
+  const int bn = which == HopperKernel::kPingPong
+                     ? 128  // each consumer warpgroup: 128 x 128
+                     : persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, half_ok, &bn_time);
+  // 192 x 128 tiles: for the problems half_ok allows (their kernel takes the same epilogues as
+  // the 64-wide one), where persistent_bm finds them shorter, or where the ladder asks (bm192).
+  const int bm = p.tuning.bm != 0 ? p.tuning.bm : half_ok ? persistent_bm(p.M, p.N, bn_time) : 128;
+  TORCH_CHECK(bm == 128 || (half_ok && (p.tuning.bn == 0 || p.tuning.bn == 128)),
+              "cudasteps.mm: 192 x 128 tiles (bm192) are built for tc:ws_persistent with bfloat16 "
+              "or float16 operands, 128 columns and no fused activation only");
+  if (bm == 192) {
+    if constexpr (kHalfBuilt) launch_tall<T, AK, BKm>(p, stream);
+  } else if (bn == 256) {
     launch_typed<T, 256, AK, BKm>(p, which, stream);
   } else if (bn == 128) {
     launch_typed<T, 128, AK, BKm>(p, which, stream);

@@ -246,18 +246,25 @@ __device__ __forceinline__ void zero(float (&d)[N]) {
   for (int i = 0; i < N; ++i) d[i] = 0.f;
 }
 
-// The register split of the warp-specialized kernels (384 threads, one CTA per SM): the producer
-// warpgroup, where one thread issues the TMA, gives registers back; each consumer warpgroup takes
-// them for its accumulators (128 x 40 + 256 x 232 registers fit the SM's 64K).
+// The register split of the warp-specialized kernels (one CTA per SM): the producer warpgroup,
+// where one thread issues the TMA, gives registers back; each consumer warpgroup takes them for
+// its accumulators. With two consumer warpgroups (384 threads) 128 x 40 + 256 x 232 registers fit
+// the SM's 64K; with three (512 threads, tc:ws_persistent's 192-row tiles) 128 x 40 + 384 x 152.
 __device__ __forceinline__ void producer_registers() {
 #ifdef CUDASTEPS_SM90A_DEVICE
   asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 #endif
 }
 
+template <int kConsumers = 2>
 __device__ __forceinline__ void consumer_registers() {
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
 #ifdef CUDASTEPS_SM90A_DEVICE
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  if constexpr (kConsumers == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 152;\n");
+  }
 #endif
 }
 

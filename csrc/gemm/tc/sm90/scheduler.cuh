@@ -99,8 +99,11 @@ inline int persistent_k_ranges(int64_t tiles, int k_tiles, int64_t rows, int64_t
   return parts > 0 ? parts : choose_splits(int(tiles), k_tiles, rows, K, sms);
 }
 
+// `time` (if given) gets the chosen width's estimate (0 where the width was forced or the wide
+// tiles fill a wave: persistent_bm then keeps 128-row tiles).
 inline int persistent_bn(int64_t rows, int64_t cols, int64_t K, int k_tiles, int forced,
-                         bool half_ok) {
+                         bool half_ok, double* time = nullptr) {
+  if (time != nullptr) *time = 0.0;
   if (forced != 0) return forced;
   const int sms = sm_count();
   const int64_t tiles_m = ceil_div<int64_t>(rows, 128);
@@ -112,8 +115,24 @@ inline int persistent_bn(int64_t rows, int64_t cols, int64_t K, int k_tiles, int
   const bool half_fits =
       half_ok && persistent_k_ranges(half, k_tiles, rows, K, sms) <= kHalfMaxKRanges;
   const double t64 = half_fits ? kHalfTileCost * persistent_waves(half, k_tiles, sms) : t128;
-  if (t256 < t128 && t256 < t64) return 256;
-  return t64 < t128 ? 64 : 128;
+  const int bn = t256 < t128 && t256 < t64 ? 256 : t64 < t128 ? 64 : 128;
+  if (time != nullptr) *time = bn == 256 ? t256 : bn == 64 ? t64 : t128;
+  return bn;
+}
+
+// The tile rows of tc:ws_persistent for 16-bit operands (launch_layout): 192 (192 x 128 tiles,
+// three consumer warpgroups) where those tiles need no split-K and their whole waves, a tile
+// costing kTallTileCost (its products 1.5x a 128 x 128 tile's, its loads 1.25x), take less than
+// `bn_time`, persistent_bn's estimate for its width; else 128. 3072 x 1024: 128 tiles of 192 x
+// 128, one wave (1.5), against 96 of 128 x 256 (1.7) or 192 of 128 x 128, the last 60 cut in two
+// (1.75).
+constexpr double kTallTileCost = 1.5;
+
+inline int persistent_bm(int64_t rows, int64_t cols, double bn_time) {
+  const int sms = sm_count();
+  const int64_t tall = ceil_div<int64_t>(rows, 192) * ceil_div<int64_t>(cols, 128);
+  if (bn_time <= 0.0 || tall * 2 <= sms) return 128;  // split-K's case: the 128-row kernels'
+  return kTallTileCost * double((tall + sms - 1) / sms) < bn_time ? 192 : 128;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
