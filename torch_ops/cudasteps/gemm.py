@@ -34,7 +34,7 @@ _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 # kFuseByDefault and linear_act_fuses in csrc/gemm/gemm_cuda.cpp; two_pass elsewhere).
 LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
 # scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
-# cores, then the Hopper FP8 kernel (what scaled_mm runs there).
+# cores, then the Hopper FP8 kernel (what scaled_mm runs there) and two measured alternatives.
 SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_multicast", "fp8_ws256")
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
@@ -318,8 +318,9 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``tc:cp_async_cfg:<name>``): bfloat16, float16, or float32 computed in TF32 whatever torch's
     switch says (but ``TC_HOPPER_NN_STEPS``: bfloat16, and float16 for ``TC_HOPPER_FP16_STEPS``);
     any layout. For tuning sweeps,
-    ``tc:ws_persistent:bn<64|128|256>:s<splits>:ts<0|1>`` (any field optional) forces the
-    persistent kernel's tile width (128 x 64, bfloat16 and float16 only; 128 x 128; 128 x 256),
+    ``tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>`` (any field optional)
+    forces the persistent kernel's tile width (128 x 64, bfloat16 and float16 only; 128 x 128;
+    128 x 256) and rows (192 x 128 tiles: bfloat16 and float16, 128 wide, no tail split),
     split-K factor (capped at the k-tiles and 16) and
     tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
     that makes at least 2 ranges; ``ts0``: never).

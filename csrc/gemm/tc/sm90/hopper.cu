@@ -29,6 +29,8 @@
 //   tc:fp8_ws         FP8 operands (scaled_mm): tc:ws_persistent with 128 x 128 tiles and k32
 //                     wgmmas, each k-tile's sums added into fp32 registers (two-level
 //                     accumulation), the per-tensor scales read on the device by the epilogue.
+//                     (Ladder only: tc:fp8_multicast, the same in tc:ws_multicast's clusters, and
+//                     tc:fp8_ws256, 256 x 128 tiles; both slower: launch_fp8.)
 //   tc:ws_tf32_rs     TF32 only, one operand MN-major (mm's row-major B): tc:ws_persistent's
 //                     producer and ring, but each consumer thread loads that operand's fragment
 //                     from shared memory into registers, wgmma's other operand form, instead of
@@ -36,7 +38,9 @@
 //                     K-major only).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
-// swizzle row of K (64 bf16/fp16 or 32 tf32). bf16/fp16 operands are read in place in either
+// swizzle row of K (64 bf16/fp16 or 32 tf32). tc:ws_persistent with 16-bit operands also runs
+// 128 x 64 tiles and 192 x 128 ones (three consumer warpgroups) where they fill the SMs better
+// (persistent_bn, persistent_bm: scheduler.cuh). bf16/fp16 operands are read in place in either
 // layout (the wgmma transpose bits; MN-major tiles are 128-byte blocks of k-rows), TF32 ones
 // K-major only (A row-major, B column-major, as linear's x and weight are) except through
 // tc:ws_tf32_rs. Operands must be TMA-describable (16-byte aligned base and leading dimension):

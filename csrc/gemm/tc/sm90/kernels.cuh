@@ -4,7 +4,8 @@
 //   wgmma_cp_async_kernel   tc:wgmma          every thread loads with cp.async; block barriers
 //   wgmma_tma_kernel        tc:wgmma_tma      + TMA loads issued by one thread, mbarriers
 //   wgmma_ws_kernel<1>      tc:ws_persistent  + warp specialization, persistent CTAs, split-K
-//                                             or the last wave's tiles split along K
+//                                             or the last wave's tiles split along K; 128 x
+//                                             64/128/256 tiles, or 192 x 128 (3 consumers)
 //   wgmma_ws_kernel<2>      tc:ws_multicast   + clusters of two CTAs sharing B by TMA multicast
 //   wgmma_pingpong_kernel   tc:ws_pingpong    each consumer warpgroup owns a tile, in turns
 //   wgmma_ws_kernel<FP8>    tc:fp8_ws         tc:ws_persistent for FP8 operands (scaled_mm), each
@@ -198,7 +199,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     consumer_registers<Cfg::kConsumers>();
     // FP8: alpha times the per-tensor scales, read on the device.
     const Epilogue<TOut> ep = kFp8 ? ep_in.with_device_scales() : ep_in;
-    const int cwg = wg - 1;  // which 64-row half of the tile
+    const int cwg = wg - 1;  // which 64-row slice of the tile
     const bool releaser = threadIdx.x % 32 == 0;
     auto release = [&](int s) {
       if (!releaser) return;

@@ -131,7 +131,8 @@ constexpr double kTallTileCost = 1.5;
 inline int persistent_bm(int64_t rows, int64_t cols, double bn_time) {
   const int sms = sm_count();
   const int64_t tall = ceil_div<int64_t>(rows, 192) * ceil_div<int64_t>(cols, 128);
-  if (bn_time <= 0.0 || tall * 2 <= sms) return 128;  // split-K's case: the 128-row kernels'
+  // Few enough tall tiles for split-K to cut them: that case stays with the 128-row kernels.
+  if (bn_time <= 0.0 || tall * 2 <= sms) return 128;
   return kTallTileCost * double((tall + sms - 1) / sms) < bn_time ? 192 : 128;
 }
 
