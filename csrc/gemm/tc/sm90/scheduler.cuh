@@ -80,7 +80,8 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 // tile took 0.62-0.68 of a 128 x 128 one's time); weight gradients 1024^2 x 8192 35.6 / 36.8, but
 // 512^2 x 32768 57.2 / 47.1: there the 32 narrow tiles were cut into 4 k ranges each (tail split
 // or split-K alike), and every range streamed its share of 64 MB of operands beside the others.
-// `forced` (a ladder variant's bn<64|128|256>) wins when non-zero.
+// `forced` (a ladder variant's bn<64|128|256>) wins when non-zero. scripts/tile_sweep.py reruns
+// the sweeps behind these constants.
 constexpr double kWideTileCost = 1.7;
 constexpr double kHalfTileCost = 0.65;
 constexpr int kHalfMaxKRanges = 2;

@@ -1,0 +1,93 @@
+"""Sweep the Hopper persistent kernel's tile shapes against torch.mm on a GPU, one line per shape.
+
+    python scripts/tile_sweep.py [--shapes 3072x1024x8192:TN,1024x4096x1024:NT,...]
+                                 [--variants bn64,bn128,bn256,bm192] [--dtype bf16|fp16]
+
+For each M x N x K product (`:NN`, `:NT` as linear's x @ weight.t(), `:TN` as a weight gradient
+g.t() @ x), it times torch.mm (cuBLAS), cudasteps.mm (what the dispatcher runs: the tile width
+and rows that sm90/scheduler.cuh's persistent_bn and persistent_bm pick) and tc:ws_persistent
+with its tiles forced (`tc:ws_persistent:<variant>`: bn64, bn128, bn256 for 128 x 64/128/256
+tiles, bm192 for 192 x 128; any of the ladder's tuning fields, e.g. `bn64:ts0`), as the
+benchmark's `mm` rows time them: interleaved with torch (harness.time_many), over input sets that
+rotate through more than twice the L2. Each figure is us per call and the ratio torch / it; the
+last column is the largest error of any of them against the float64 product, relative to its
+largest magnitude.
+
+It is how kHalfTileCost, kHalfMaxKRanges and kTallTileCost (sm90/scheduler.cuh) were chosen;
+rerun it after changing them.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cudasteps  # noqa: E402
+from cudasteps import gemm as G  # noqa: E402
+
+from benchmarks.harness import Bench  # noqa: E402
+
+DEFAULT_SHAPES = (
+    "512x512x32768:TN,1024x1024x8192:TN,3072x1024x8192:TN,2048x1024x8192:TN,4096x1024x32768:TN,"
+    "6144x512x8192:TN,3072x1024x8192:NT,1024x1024x4096:NT,128x4096x4096:NT,256x4096x4096:NT,"
+    "1536x2048x4096:NT,128x8192x8192:NT,8192x128x8192:NT,1000x1000x1000:NN"
+)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def parse_shape(text: str) -> tuple[int, int, int, str]:
+    dims, _, layout = text.partition(":")
+    m, n, k = (int(v) for v in dims.split("x"))
+    layout = layout or "NN"
+    if layout not in ("NN", "NT", "TN"):
+        raise SystemExit(f"tile_sweep: layout must be NN, NT or TN, got '{layout}' in '{text}'")
+    return m, n, k, layout
+
+
+def inputs_for(m, n, k, layout, dtype):
+    """make(seed) -> (a, b) in the layout: TN's a is a transposed view, NT's b."""
+
+    def make(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+
+        def randn(rows, cols, transposed):  # values of a rows x cols operand, stored transposed
+            shape = (cols, rows) if transposed else (rows, cols)
+            t = torch.randn(shape, generator=g, device="cuda", dtype=dtype)
+            return t.t() if transposed else t
+
+        return (randn(m, k, layout == "TN") / k**0.5, randn(k, n, layout == "NT"))
+
+    return make
+
+
+def main() -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("--shapes", default=DEFAULT_SHAPES)
+    parser.add_argument("--variants", default="bn64,bn128,bn256,bm192")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    args = parser.parse_args()
+    shapes = [parse_shape(text) for text in args.shapes.split(",")]
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        raise SystemExit("tile_sweep: needs a compute capability 9.0 GPU (the Hopper kernels)")
+    dtype = DTYPES[args.dtype]
+    bench = Bench(device=torch.device("cuda"))
+    variants = [v for v in args.variants.split(",") if v]
+    for m, n, k, layout in shapes:
+        impls = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
+        impls += [(v, lambda a, b, v=v: G.run_ladder(f"tc:ws_persistent:{v}", a, b)) for v in variants]
+        make = inputs_for(m, n, k, layout, dtype)
+        inputs = bench.rotation(make, dtype.itemsize * (m * k + k * n))
+        a, b = inputs[0]
+        ref = a.double() @ b.double()
+        scale = ref.abs().max().item()
+        err = max((f(a, b).double() - ref).abs().max().item() / scale for _, f in impls)
+        times = bench.time_many(impls, inputs)
+        cells = "  ".join(f"{i} {ms * 1e3:.1f} ({times['torch'] / ms:.2f}x)" for i, ms in times.items())
+        print(f"{m}x{n}x{k} {layout} {args.dtype}: {cells}  max err {err:.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
