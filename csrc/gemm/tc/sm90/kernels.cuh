@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       }
       // A tail-split part that does not complete its tile leaves its sums for the one that does.
       // (Not built into tc:fp8_ws: with the fixup in it, the kernel ran 10% slower on every shape,
-      // 4096^3 0.124 against 0.115 ms on an H100; launch_fp8_tiles never asks for the split.)
+      // 4096^3 0.124 against 0.115 ms on an H100; launch_split_k_tiles never asks for the split.)
       if constexpr (Ctas == 1 && !kFp8 && BM == 128) {
         if (u.part >= 0 && !tail_split_fixup<BN>(p, u, cwg, d, 1 + cwg)) continue;
       }

@@ -298,27 +298,28 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
 }
 
-// An FP8 kernel (tc:fp8_ws, tc:fp8_multicast or tc:fp8_ws256) over its tiles of Cfg, in clusters
-// of Ctas CTAs: A of type TA, B e4m3, both K-major, the output of type TOut, split along K where
-// the tiles leave SMs idle.
-template <typename Cfg, TcType TA, TcType TOut, int Ctas, typename Kernel>
-void launch_fp8_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
+// A persistent kernel over its tiles of Cfg, in clusters of Ctas CTAs, that splits K only by
+// split-K's rule (choose_splits; these kernels do not build the tail split's fixup): the FP8
+// kernels (tc:fp8_ws, tc:fp8_multicast, tc:fp8_ws256) and tc:ws_persistent's 192 x 128 tiles.
+// A of type TA and B of TB in the layouts AK / BKm, the output of type TOut.
+template <typename Cfg, TcType TA, TcType TB, TcType TOut, bool AK, bool BKm, int Ctas,
+          typename Kernel>
+void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
   const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
   const int sms = sm_count();
   const int tiles = p.raster.count();
-  // No tail split: its fixup is not built into the FP8 kernels (wgmma_ws_kernel).
   p.splits = persistent_splits(pr, p, tiles, sms);
-  const CUtensorMap map_a = operand_tensor_map(pr.a, true, pr.M, pr.K, pr.lda, TA, Cfg::BM);
+  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, TA, Cfg::BM);
   // In clusters each CTA loads (and multicasts) its share of the B tile: the box is that tall.
   const CUtensorMap map_b =
-      operand_tensor_map(pr.b, true, pr.N, pr.K, pr.ldb, pr.b_type, Cfg::BN / Ctas);
+      operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, TB, Cfg::BN / Ctas);
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
   if constexpr (Ctas == 1) {
     launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
-                      Cfg::kWsSmemBytes, stream);
+                      Cfg::kWsSmemBytes, stream, Cfg::kThreads);
   } else {
     launch_pairs(kernel, p, map_a, map_b, map_out, ep, Cfg::kWsSmemBytes, stream);
   }
@@ -347,7 +348,8 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   if (pr.tuning.bm == 256) {
     // tc:fp8_ws256 (the ladder's), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
-      launch_fp8_tiles<Fp8WideCfg<TA>, TA, TOut, 1>(pr, wgmma_fp8_wide_kernel<TA, TOut>, stream);
+      launch_split_k_tiles<Fp8WideCfg<TA>, TA, TcType::kE4M3, TOut, true, true, 1>(
+          pr, wgmma_fp8_wide_kernel<TA, TOut>, stream);
       return;
     }
     TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_ws256 is built for bf16 outputs only");
@@ -356,13 +358,13 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   if (pr.tuning.ctas == 2) {
     // tc:fp8_multicast (the ladder's), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
-      launch_fp8_tiles<Cfg, TA, TOut, 2>(
+      launch_split_k_tiles<Cfg, TA, TcType::kE4M3, TOut, true, true, 2>(
           pr, wgmma_ws_kernel<TA, 128, true, true, 2, TcType::kE4M3, TOut>, stream);
       return;
     }
     TORCH_CHECK(false, "cudasteps.scaled_mm: tc:fp8_multicast is built for bf16 outputs only");
   }
-  launch_fp8_tiles<Cfg, TA, TOut, 1>(
+  launch_split_k_tiles<Cfg, TA, TcType::kE4M3, TOut, true, true, 1>(
       pr, wgmma_ws_kernel<TA, 128, true, true, 1, TcType::kE4M3, TOut>, stream);
 }
 
@@ -404,21 +406,10 @@ void launch_rs_typed(const TcProblem& pr, cudaStream_t stream) {
 // along K where its rule says (choose_splits), never the tail split.
 template <TcType T, bool AK, bool BKm>
 void launch_tall(const TcProblem& pr, cudaStream_t stream) {
-  using Cfg = HopperCfg<T, 128, 192>;
-  HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
-  const Epilogue<T> ep = Epilogue<T>::from(pr);
-  TORCH_CHECK(!ep.fused(), "cudasteps.mm: 192 x 128 tiles do not take linear_act's fused stage");
-  const int sms = sm_count();
-  const int tiles = p.raster.count();
-  p.splits = persistent_splits(pr, p, tiles, sms);
-  const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, T, Cfg::BM);
-  const CUtensorMap map_b = operand_tensor_map(pr.b, BKm, pr.N, pr.K, pr.ldb, T, Cfg::BN);
-  const ScratchBuffer partial = split_k_scratch(pr, p);
-  const CUtensorMap map_out =
-      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
-  launch_persistent(wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, tiles * p.splits, sms, map_a,
-                    map_b, map_out, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
-  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
+  TORCH_CHECK(!Epilogue<T>::from(pr).fused(),
+              "cudasteps.mm: 192 x 128 tiles do not take linear_act's fused stage");
+  launch_split_k_tiles<HopperCfg<T, 128, 192>, T, T, T, AK, BKm, 1>(
+      pr, wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, stream);
 }
 
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup). 128 x 64
