@@ -7,7 +7,8 @@ For each M x N x K product (`:NN`, `:NT` as linear's x @ weight.t(), `:TN` as a 
 g.t() @ x), it times torch.mm (cuBLAS), cudasteps.mm (what the dispatcher runs: the tile width
 and rows that sm90/scheduler.cuh's persistent_bn and persistent_bm pick) and tc:ws_persistent
 with its tiles forced (`tc:ws_persistent:<variant>`: bn64, bn128, bn256 for 128 x 64/128/256
-tiles, bm192 for 192 x 128; any of the ladder's tuning fields, e.g. `bn64:ts0`), as the
+tiles, bm192 for 192 x 128; any of the ladder's tuning fields, e.g. `bn64:ts0`; or a whole
+ladder name such as `tc:ws_multicast:s2`), as the
 benchmark's `mm` rows time them: interleaved with torch (harness.time_many), over input sets that
 rotate through more than twice the L2. Each figure is us per call and the ratio torch / it; the
 last column is the largest error of any of them against the float64 product, relative to its
@@ -62,6 +63,11 @@ def inputs_for(m, n, k, layout, dtype):
     return make
 
 
+def ladder_variant(v: str) -> str:
+    """A --variants entry as run_ladder's name: tuning fields of tc:ws_persistent, or a whole name."""
+    return v if v.startswith("tc:") else f"tc:ws_persistent:{v}"
+
+
 def main() -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
@@ -77,7 +83,7 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
     for m, n, k, layout in shapes:
         impls = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
-        impls += [(v, lambda a, b, v=v: G.run_ladder(f"tc:ws_persistent:{v}", a, b)) for v in variants]
+        impls += [(v, lambda a, b, v=v: G.run_ladder(ladder_variant(v), a, b)) for v in variants]
         make = inputs_for(m, n, k, layout, dtype)
         inputs = bench.rotation(make, dtype.itemsize * (m * k + k * n))
         a, b = inputs[0]

@@ -698,8 +698,9 @@ _WS_REASON = _tc_step_reason("tc:ws_persistent")
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_persistent_tuning_variants():
     """tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits> forces the tile width and rows and
-    split-K (for sweeps): every forced combination is still the exact product, and malformed
-    fields are refused (bn64 and bm192, the 128 x 64 and 192 x 128 tiles, for float32 by name)."""
+    split-K (for sweeps), tc:ws_multicast:bn<128|256>:s<splits> the cluster kernel's: every forced
+    combination is still the exact product, and malformed fields are refused (bn64 and bm192, the
+    128 x 64 and 192 x 128 tiles, for float32 and for the cluster kernel by name)."""
     for dtype in G.TC_DTYPES:
         half = dtype != torch.float32
         with tf32_mode(True):
@@ -713,6 +714,10 @@ def test_ws_persistent_tuning_variants():
                 for fields in fields_list:
                     out = G.run_ladder(f"tc:ws_persistent:{fields}", a, b)
                     assert rel_err(out, ref) < half_tol(dtype, k), (fields, dtype, m, n, k)
+                if dtype == torch.bfloat16:  # tc:ws_multicast is built for bf16 alone
+                    for fields in ("s3", "bn256:s2", "bn128"):
+                        out = G.run_ladder(f"tc:ws_multicast:{fields}", a, b)
+                        assert rel_err(out, ref) < half_tol(dtype, k), (fields, m, n, k)
     f32 = make_tensor((8, 8), torch.float32, "cuda")
     for fields in ("bn64", "bm192"):
         with pytest.raises(RuntimeError, match=rf"'tc:ws_persistent:{fields}': 128 x 64 and 192 x 128 tiles"):
@@ -724,6 +729,9 @@ def test_ws_persistent_tuning_variants():
     for bad in ("bn32", "bm64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
+    for bad in ("bn64", "bm192", "ts1", "s2:ts0"):
+        with pytest.raises(RuntimeError, match=rf"'tc:ws_multicast:{bad}': tc:ws_multicast takes bn128"):
+            G.run_ladder(f"tc:ws_multicast:{bad}", a, a)
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")

@@ -201,6 +201,14 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     "': 192-row tiles (bm192) are 128 wide, got bn", tuning.bn);
   } else if (step == "ws_multicast") {
     kernel = TcKernel::kWsMulticast;
+  } else if (step.rfind("ws_multicast:", 0) == 0) {
+    // Sweeps of the cluster kernel against tc:ws_persistent at the same tiles and split:
+    // ws_multicast[:bn<128|256>][:s<splits>] (no 64-wide or 192-row tiles, no tail split).
+    kernel = TcKernel::kWsMulticast;
+    tuning = parse_ws_tuning(step.substr(13), variant);
+    CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0,
+                    kOp, "'", variant,
+                    "': tc:ws_multicast takes bn128, bn256 and s<splits> only");
   } else if (step == "ws_pingpong") {
     kernel = TcKernel::kWsPingPong;
   } else if (step == "ws_tf32_rs") {

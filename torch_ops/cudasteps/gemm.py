@@ -323,7 +323,9 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     128 x 256) and rows (192 x 128 tiles: bfloat16 and float16, 128 wide, no tail split),
     split-K factor (capped at the k-tiles and 16) and
     tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
-    that makes at least 2 ranges; ``ts0``: never).
+    that makes at least 2 ranges; ``ts0``: never); ``tc:ws_multicast:bn<128|256>:s<splits>`` the
+    same for the cluster kernel (no 128 x 64 or 192 x 128 tiles, no tail split), to compare the
+    two at the same tiles and split.
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
     ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
     linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte
