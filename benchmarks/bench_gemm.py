@@ -291,6 +291,9 @@ def run_scaled_mm(bench):
 # decode step of a 4096-wide model with a 14336-wide MLP runs them.
 DECODE_WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336)]
 DECODE_TOKENS = (1, 8, 16)
+# Few-row linears past the few-row path (17-128 rows: a prefill chunk, a small batch, speculative
+# decoding): still memory-bound on the weight, so timed the same way as the decode rows.
+FEW_ROW_TOKENS = (32, 64, 128)
 
 
 def _decode(bench, m, n, k, impls, label="decode"):
@@ -327,6 +330,9 @@ def run_decode(bench):
     for n, k in DECODE_WEIGHTS:
         for m in tokens:
             _decode(bench, m, n, k, pair)
+    for n, k in DECODE_WEIGHTS if not bench.quick else DECODE_WEIGHTS[:1]:
+        for m in FEW_ROW_TOKENS if not bench.quick else FEW_ROW_TOKENS[1:2]:
+            _decode(bench, m, n, k, pair, label="few-row")
     if torch.cuda.get_device_capability(bench.device) < (8, 0):
         return
     for m in (1, 16) if not bench.quick else (16,):
@@ -342,7 +348,8 @@ def run_decode(bench):
             _decode(bench, 8, n, k, impls, label="decode splits")
     bench.section(
         "gemm (decode-sized linears)",
-        "bf16 `linear` with 1-16 rows against a weight, as a decode step runs it, against "
+        "bf16 `linear` with 1-16 rows against a weight, as a decode step runs it, and `few-row` "
+        "rows with 32-128 (past the few-row path: the tiled tensor-core kernels run them), against "
         "F.linear (cuBLAS). Memory-bound: GB/s counts the weight's bytes over the time, so the "
         "percentage is the fraction of the copy bandwidth. `ladder:gemv:*` rows are the few-row "
         "ladder: a warp per weight row with 2-byte loads, + 16-byte loads, + four rows per warp "
