@@ -72,6 +72,12 @@ def poisoned(shape, dtype, device) -> torch.Tensor:
     return poison_(torch.empty(shape, dtype=dtype, device=device))
 
 
+def poison_allocator(numel, dtype):
+    """Leaves a NaN-filled block in the CUDA caching allocator, which an op's next output of about
+    this size reuses: an output element a kernel forgets to write stays NaN."""
+    torch.full((numel + 1024,), float("nan"), dtype=dtype, device="cuda")
+
+
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     """||out - ref|| / ||ref|| in float64 (complex as pairs); inf when out has a NaN."""
     o = torch.view_as_real(out) if out.is_complex() else out

@@ -4,7 +4,16 @@ import cudasteps
 import pytest
 import torch
 import torch.nn.functional as F
-from _helpers import CUDA_SKIP_REASON, DEVICES, HAS_CUDA, make_tensor, misaligned, rel_err, requires_cuda
+from _helpers import (
+    CUDA_SKIP_REASON,
+    DEVICES,
+    HAS_CUDA,
+    make_tensor,
+    misaligned,
+    poison_allocator,
+    rel_err,
+    requires_cuda,
+)
 from cudasteps import gemm as G
 
 # Relative Frobenius error vs a float64 reference. float32 accumulation over K terms grows like
@@ -750,6 +759,27 @@ def test_ws_tall_tiles(ta, tb):
             tall = G.run_ladder("tc:ws_persistent:bm192", a, b)
             assert rel_err(tall, ref_mm(a, b)) < half_tol(dtype, k), (dtype, m, n, k)
             assert torch.equal(tall, G.run_ladder("tc:ws_persistent:bn128:ts0", a, b)), (dtype, m, n, k)
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+def test_few_rows_split_k():
+    """Linears of 17-64 tokens whose 128 x 128 tiles leave half the SMs idle run those tiles in
+    split-K's k ranges (sm90/scheduler.cuh's few_rows_split_k): within the bound of the float64
+    product, and bitwise tc:ws_persistent:bn128:ts0's output, the same tiles and ranges (where this
+    GPU's SM count gives the rule the shape). Odd token counts, K no multiple of a k-tile, a
+    weight with a partial last tile."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for dtype in (torch.bfloat16, torch.float16):
+        shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192)]
+        for i, (m, n, k) in enumerate(shapes):
+            x = make_tensor((m, k), dtype, "cuda", seed=400 + i) / k**0.5
+            w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
+            poison_allocator(m * n, dtype)
+            out = cudasteps.linear(x, w)
+            assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
+            if -(-n // 128) * 2 <= sms:
+                same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, w.t())
+                assert torch.equal(out, same_tiles), (dtype, m, n, k)
 
 
 # Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),

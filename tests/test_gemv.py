@@ -5,7 +5,7 @@ mm / addmm / linear, which take it for such products."""
 import cudasteps
 import pytest
 import torch
-from _helpers import make_tensor, misaligned, rel_err, requires_cuda
+from _helpers import make_tensor, misaligned, poison_allocator, rel_err, requires_cuda
 from cudasteps import gemm as G
 
 HALF_DTYPES = [torch.bfloat16, torch.float16]
@@ -43,12 +43,6 @@ def rows_k_contiguous(rows, k, dtype, seed):
     """[rows, k] with every row 16-byte aligned: a view into rows padded to a multiple of 8."""
     padded = -(-k // 8) * 8
     return make_tensor((rows, padded), dtype, "cuda", seed=seed)[:, :k]
-
-
-def poison_allocator(numel, dtype):
-    """Leaves a NaN-filled block in the caching allocator, which the op's next output of about
-    this size reuses: an output element a kernel forgets to write stays NaN."""
-    torch.full((numel + 1024,), float("nan"), dtype=dtype, device="cuda")
 
 
 def assert_product(out, a, b, dtype, what):

@@ -137,6 +137,20 @@ inline int persistent_bm(int64_t rows, int64_t cols, double bn_time) {
   return kTallTileCost * double((tall + sms - 1) / sms) < bn_time ? 192 : 128;
 }
 
+// Outputs of at most 64 rows (linears of 17-64 tokens; 16 and fewer take the few-row path, gemv/)
+// fill half of each 128-row tile and are memory-bound on B, the weight. Where their 128 x 128
+// tiles leave at least half the SMs idle, those tiles in split-K's k ranges (choose_splits: 4 for
+// 32 tiles against K >= 4096) beat what persistent_bn's estimate picks for them (128 x 64 tiles
+// with the tail split's fixup, the estimates 0.49 against 0.50). Measured on an H100 (bf16
+// linears, CUDA-graph replays, weight out of L2, us: the estimate's choice / 128 x 128 tiles in 4
+// k ranges / cuBLAS): 32 x (4096 -> 4096) 27.8 / 19.5 / 14.6, 64 x (4096 -> 4096) 24.9 / 21.9 /
+// 14.9, 32 x (14336 -> 4096) 61.8 / 47.7 / 45.6, 64 x (14336 -> 4096) 56.6 / 50.6 / 47.0.
+// (cuBLAS runs these as the weight times the tokens: 64-row weight tiles by 16 or 32 tokens,
+// 1 x 2 clusters sharing the weight tile, 16 stages.)
+inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
+  return rows <= 64 && ceil_div<int64_t>(cols, 128) * 2 <= sms;
+}
+
 // Device code (and the kernels) with internal linkage: every translation unit that
 // instantiates a kernel owns its copy, registered with its own fatbin.
 namespace {
