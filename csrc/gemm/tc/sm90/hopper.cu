@@ -70,6 +70,7 @@ namespace {
 
 using sm90::choose_splits;
 using sm90::choose_tail_split;
+using sm90::few_rows_split_k;
 using sm90::HopperKernel;
 using sm90::kSplitMax;
 using sm90::launch_layout;
@@ -162,7 +163,9 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
-  // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size.
+  // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size; none for the 16-bit
+  // outputs of at most 64 rows that launch_layout splits along K instead (few_rows_split_k).
+  if (type != TcType::kTF32 && few_rows_split_k(M, N, sm_count())) return false;
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
   const int64_t tiles = final_tiles(M, N, K, k_tiles);
   return tiles >= 0 &&

@@ -412,9 +412,10 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
       pr, wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, stream);
 }
 
-// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for outputs
-// of at most 64 rows 128 x 128 tiles split along K (few_rows_split_k). 128 x 64 tiles are built
-// for tc:ws_persistent with 16-bit operands and an epilogue other than linear_act's fused stage
+// The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for 16-bit
+// outputs of at most 64 rows 128 x 128 tiles split along K (few_rows_split_k; linear_act's fused
+// stage too, so that its product keeps linear's bits). 128 x 64 tiles are built for
+// tc:ws_persistent with 16-bit operands and an epilogue other than linear_act's fused stage
 // (which the 128 and 256 widths take).
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
@@ -426,7 +427,8 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
               "or float16 operands and no fused activation only");
   const TcTuning& t = p.tuning;
   const bool chosen = t.bn == 0 && t.bm == 0 && t.splits == 0 && t.tail_split < 0;
-  if (half_ok && chosen && few_rows_split_k(p.M, p.N, sm_count())) {
+  if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
+      few_rows_split_k(p.M, p.N, sm_count())) {
     TcProblem split = p;
     split.tuning.tail_split = 0;  // 128 x 128 tiles in split-K's k ranges, no tail split
     launch_typed<T, 128, AK, BKm>(split, which, stream);
