@@ -74,6 +74,12 @@ def main() -> None:
     parser.add_argument("--shapes", default=DEFAULT_SHAPES)
     parser.add_argument("--variants", default="bn64,bn128,bn256,bm192")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="time CUDA-graph replays (harness.time_many_graphed, as the report's decode and "
+        "few-row rows) instead of eager calls: for few-row shapes, whose eager calls are host time",
+    )
     args = parser.parse_args()
     shapes = [parse_shape(text) for text in args.shapes.split(",")]
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
@@ -90,7 +96,7 @@ def main() -> None:
         ref = a.double() @ b.double()
         scale = ref.abs().max().item()
         err = max((f(a, b).double() - ref).abs().max().item() / scale for _, f in impls)
-        times = bench.time_many(impls, inputs)
+        times = (bench.time_many_graphed if args.graph else bench.time_many)(impls, inputs)
         cells = "  ".join(f"{i} {ms * 1e3:.1f} ({times['torch'] / ms:.2f}x)" for i, ms in times.items())
         print(f"{m}x{n}x{k} {layout} {args.dtype}: {cells}  max err {err:.1e}", flush=True)
 

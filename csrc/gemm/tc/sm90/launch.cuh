@@ -412,6 +412,36 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
       pr, wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, stream);
 }
 
+// The skinny tiles of a few-row linear (the ladder's tc:ws_persistent:bt<16|32|64>; 16-bit
+// operands, both K-major: x (M tokens) @ W^T (N features)): the kernel runs the swapped product
+// W x^T, 64 rows of the weight (A) by BT tokens (B) per tile, one consumer warpgroup, a ring of
+// 12-16 small stages, and stores each element at its transposed place in the output (cuBLAS's
+// form for these products: nvjet_sm90_tst_64x16_64x16 for 32 x 4096 x 4096). One work unit per
+// tile: no split-K, no tail split.
+template <TcType T, int BT>
+void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
+  using Cfg = HopperCfg<T, BT, 64>;
+  TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && !Epilogue<T>::from(pr).fused() && pr.M > 0 &&
+                  pr.N > 0 && pr.K > 0,
+              "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
+              "K-major, no fused activation and a non-empty product only");
+  TcProblem swapped = pr;  // the weight's rows as M, the tokens as N
+  swapped.a = pr.b;
+  swapped.lda = pr.ldb;
+  swapped.b = pr.a;
+  swapped.ldb = pr.lda;
+  swapped.M = pr.N;
+  swapped.N = pr.M;
+  HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
+  p.tma_store = false;  // the transposed store writes element by element
+  const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
+  const CUtensorMap map_a = operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64);
+  const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
+  const int tiles = p.raster.count();
+  launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, tiles, sm_count(), map_a,
+                    map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
+}
+
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for outputs
 // of at most 64 rows 128 x 128 tiles split along K (few_rows_split_k). 128 x 64 tiles are built
 // for tc:ws_persistent with 16-bit operands and an epilogue other than linear_act's fused stage
@@ -425,6 +455,15 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
               "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
               "or float16 operands and no fused activation only");
   const TcTuning& t = p.tuning;
+  if (t.bt != 0) {
+    if constexpr (kHalfBuilt && AK && BKm) {
+      if (t.bt == 16) return launch_skinny<T, 16>(p, stream);
+      if (t.bt == 32) return launch_skinny<T, 32>(p, stream);
+      if (t.bt == 64) return launch_skinny<T, 64>(p, stream);
+    }
+    TORCH_CHECK(false, "cudasteps.mm: the skinny tiles (bt<16|32|64>) are built for bfloat16 or "
+                "float16 x @ weight^T (both operands K-major) only");
+  }
   const bool chosen = t.bn == 0 && t.bm == 0 && t.splits == 0 && t.tail_split < 0;
   if (half_ok && chosen && few_rows_split_k(p.M, p.N, sm_count())) {
     TcProblem split = p;

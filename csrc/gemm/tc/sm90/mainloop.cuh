@@ -62,8 +62,12 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
   for (int s = 0; s < Cfg::kKSteps; ++s) {
     const uint64_t sa = da + s * desc_k_step<AK, Cfg::kMmaK>();
     const uint64_t sb = db + s * desc_k_step<BKm, Cfg::kMmaK>();
-    static_assert(BN != 64 || T == TcType::kBF16 || T == TcType::kFP16,
-                  "128 x 64 tiles: 16-bit operands only");
+    static_assert(BN >= 128 || T == TcType::kBF16 || T == TcType::kFP16,
+                  "tiles narrower than 128: 16-bit operands only");
+    if constexpr (T == TcType::kBF16 && BN == 16) wgmma_m64n16k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 16) wgmma_m64n16k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kBF16 && BN == 32) wgmma_m64n32k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 32) wgmma_m64n32k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kBF16 && BN == 64) wgmma_m64n64k16_bf16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kFP16 && BN == 64) wgmma_m64n64k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16<ta, tb>(d, sa, sb);
