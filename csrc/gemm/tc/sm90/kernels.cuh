@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(256, 1)
 // warpgroup, and stores each element at the output's transposed place
 // (store_accumulators_transposed).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
-          int BM = 128, bool kTransposedOut = false>
+          int BM = 128, bool kTransposedOut = false, bool kShareA = false>
 __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
@@ -165,8 +165,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
   constexpr bool kFp8 = tc_is_fp8(T);
   static_assert(!kFp8 || BN == 128, "FP8: 128 x 128 tiles");
-  static_assert(BM == 128 || (Ctas == 1 && !kFp8), "192-row tiles: one CTA per cluster, 16-bit");
+  static_assert(BM == 128 || !kFp8, "FP8: 128-row tiles");
+  static_assert(BM != 192 || Ctas == 1, "192-row tiles: one CTA per cluster");
   static_assert(kTransposedOut == (BM == 64), "64-row tiles: the skinny tiles, stored transposed");
+  static_assert(!kShareA || (Ctas == 2 && kTransposedOut), "A shared: the skinny tiles in pairs");
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
@@ -198,8 +200,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, Ctas, Cfg>(&map_a, &map_b, p, ring, full, empty, rank,
-                                               first_unit, unit_step);
+      produce_tiles<T, BN, AK, BKm, Ctas, Cfg, kShareA>(&map_a, &map_b, p, ring, full, empty,
+                                                        rank, first_unit, unit_step);
     }
   } else {
     consumer_registers<Cfg::kConsumers>();
@@ -221,9 +223,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     UnitWalk walk(p, first_unit, unit_step);
     WorkUnit u;
     while (walk.next(p, u)) {
-      int tg, tn;
-      p.raster.coords(u.tile, tg, tn);
-      const int tm = tg * Ctas + int(rank);
+      int tg, tgn, tm, tn;
+      p.raster.coords(u.tile, tg, tgn);
+      cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
       const int kb = u.kb, ke = u.ke;
       zero(d);
       if constexpr (kFp8) {

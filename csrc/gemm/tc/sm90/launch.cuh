@@ -205,17 +205,25 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
 // many clusters as fit at once. The raster walks the pairs; a group of 4 pairs keeps the 8 tile
 // rows of A in L2 that the single-CTA raster's group of 8 does. The B map's box must be half a
 // tile tall (each CTA loads and multicasts its half).
+// With share_a (wgmma_ws_kernel<..., kShareA>: the skinny tiles) the pairs are horizontally
+// adjacent tiles sharing A, the raster's columns count pairs, and the A map's box is half a tile
+// tall.
 template <typename Kernel, typename Ep>
 void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
                   const CUtensorMap& map_b, const CUtensorMap& map_out, const Ep& ep,
-                  size_t smem_bytes, cudaStream_t stream) {
-  p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
-  p.raster.group = 4;
+                  size_t smem_bytes, cudaStream_t stream, bool share_a = false,
+                  int threads = 384) {
+  if (share_a) {
+    p.raster.tiles_n = int(ceil_div<int64_t>(p.raster.tiles_n, 2));
+  } else {
+    p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
+    p.raster.group = 4;
+  }
   const int pairs = p.raster.count();
   tc::configure_smem_once(kernel, smem_bytes);
   const int clusters =
-      std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, smem_bytes));
-  const ClusterLaunch launch(2 * clusters, 2, 384, smem_bytes, stream);
+      std::min(pairs * p.splits, max_active_clusters(kernel, 2, threads, smem_bytes));
+  const ClusterLaunch launch(2 * clusters, 2, threads, smem_bytes, stream);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -418,6 +426,8 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 // 12-16 small stages, and stores each element at its transposed place in the output (cuBLAS's
 // form for these products: nvjet_sm90_tst_64x16_64x16 for 32 x 4096 x 4096). One work unit per
 // tile: no split-K, no tail split.
+// ctas 2 (bt<n>:c2): in clusters of two CTAs on the same weight rows and adjacent token tiles,
+// each loading half the weight tile and multicasting it to both (cuBLAS's 1 x 2 clusters there).
 template <TcType T, int BT>
 void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
@@ -435,8 +445,15 @@ void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
   p.tma_store = false;  // the transposed store writes element by element
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
-  const CUtensorMap map_a = operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64);
+  const int ctas = pr.tuning.ctas == 2 ? 2 : 1;
+  const CUtensorMap map_a =
+      operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / ctas);
   const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
+  if (ctas == 2) {
+    launch_pairs(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, true>, p, map_a, map_b,
+                 map_a, ep, Cfg::kWsSmemBytes, stream, /*share_a=*/true, Cfg::kThreads);
+    return;
+  }
   const int tiles = p.raster.count();
   launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, tiles, sm_count(), map_a,
                     map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
