@@ -8,8 +8,9 @@ import os
 
 SHAPES = (128, 256)  # N of m64nNk16 (bf16, fp16) and m64nNk8 (tf32)
 # 16-bit types also take N = 64: tc:ws_persistent's 128 x 64 tiles, for outputs that 128 x 128
-# tiles leave short of a wave.
-SHAPES_16BIT_ONLY = (64,)
+# tiles leave short of a wave; and N = 16, 32: the skinny tiles of few-row linears (64 rows of the
+# weight by 16 or 32 tokens).
+SHAPES_16BIT_ONLY = (16, 32, 64)
 TYPES = (("bf16", "bf16", 16), ("fp16", "f16", 16), ("tf32", "tf32", 8))  # name, PTX type, K
 
 

@@ -148,12 +148,20 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     const bool is_bm = name == "bm" && (value == 128 || value == 192);
     const bool is_s = name == "s" && value >= 1;
     const bool is_ts = name == "ts" && (value == 0 || value == 1);
-    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts, kOp, "tuning fields of '", variant,
-                    "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1) and "
-                    "ts0 or ts1, got '",
+    const bool is_bt = name == "bt" && (value == 16 || value == 32 || value == 64);
+    const bool is_c = name == "c" && (value == 1 || value == 2);
+    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c, kOp, "tuning fields of '",
+                    variant,
+                    "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), "
+                    "ts0 or ts1, bt16, bt32 or bt64 and c1 or c2, got '",
                     f,
                     "'");
-    (is_bn ? t.bn : is_bm ? t.bm : is_s ? t.splits : t.tail_split) = value;
+    (is_bn   ? t.bn
+     : is_bm ? t.bm
+     : is_s  ? t.splits
+     : is_ts ? t.tail_split
+     : is_bt ? t.bt
+             : t.ctas) = value;
   });
   return t;
 }
@@ -199,6 +207,13 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     dtype);
     CUDASTEPS_CHECK(tuning.bm != 192 || tuning.bn == 0 || tuning.bn == 128, kOp, "'", variant,
                     "': 192-row tiles (bm192) are 128 wide, got bn", tuning.bn);
+    CUDASTEPS_CHECK(tuning.bt == 0 || (tuning.bn == 0 && tuning.bm == 0 && tuning.splits == 0 &&
+                                       tuning.tail_split < 0),
+                    kOp, "'", variant, "': the skinny tiles (bt<16|32|64>) take c1 or c2 only");
+    CUDASTEPS_CHECK(tuning.ctas != 2 || tuning.bt != 0, kOp, "'", variant,
+                    "': clusters of two CTAs (c2) are built for the skinny tiles (bt<n>) only");
+    CUDASTEPS_CHECK(tuning.bt == 0 || dtype != at::kFloat, kOp, "'", variant,
+                    "': the skinny tiles (bt<16|32|64>) are built for bfloat16 and float16 only");
   } else if (step == "ws_multicast") {
     kernel = TcKernel::kWsMulticast;
   } else if (step.rfind("ws_multicast:", 0) == 0) {
@@ -206,7 +221,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     // ws_multicast[:bn<128|256>][:s<splits>] (no 64-wide or 192-row tiles, no tail split).
     kernel = TcKernel::kWsMulticast;
     tuning = parse_ws_tuning(step.substr(13), variant);
-    CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0,
+    CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0 && tuning.bt == 0 &&
+                        tuning.ctas == 0,
                     kOp, "'", variant,
                     "': tc:ws_multicast takes bn128, bn256 and s<splits> only");
   } else if (step == "ws_pingpong") {

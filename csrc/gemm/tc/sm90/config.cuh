@@ -26,11 +26,14 @@ using tc::TileRaster;
 // ---- tile configuration ----
 // BM_ 192 (tc:ws_persistent's tall tiles, 16-bit operands and 128-wide tiles only): three
 // consumer warpgroups of 64 rows each instead of two, for outputs whose 192-row tiles fill a wave
-// that 128-row ones leave part idle (persistent_bm, scheduler.cuh).
+// that 128-row ones leave part idle (persistent_bm, scheduler.cuh). BM_ 64 (the skinny tiles of
+// few-row linears, 16-bit operands, 16, 32 or 64 wide): one consumer warpgroup, 64 rows of the
+// weight by a few tokens, a deep ring of small stages.
 template <TcType T, int BN_, int BM_ = 128>
 struct HopperCfg {
   static constexpr int BM = BM_, BN = BN_;
-  static_assert(BM == 128 || (BM == 192 && BN == 128), "128-row tiles, or 192 x 128");
+  static_assert(BM == 128 || (BM == 192 && BN == 128) || (BM == 64 && BN <= 64),
+                "128-row tiles, 192 x 128, or 64 x 16/32/64");
   static constexpr int kConsumers = BM / 64;  // consumer warpgroups, 64 rows each
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kElemBytes = tc_elem_bytes(T);  // of the operands
@@ -42,7 +45,11 @@ struct HopperCfg {
   // As many stages as fit beside the barriers and tc:ws_persistent's staging in 227 KiB: 4 for
   // 128 x 256, 6 for 128 x 128, 8 for 128 x 64 (16-bit operands only: the tiles for outputs that
   // 128 x 128 tiles leave short of a wave; persistent_bn, scheduler.cuh), 4 for 192 x 128.
-  static constexpr int kStages = BM == 192 ? 4 : BN == 256 ? 4 : BN == 128 ? 6 : 8;
+  static constexpr int kStages = BM == 64     ? (BN == 64 ? 12 : 16)
+                                 : BM == 192  ? 4
+                                 : BN == 256  ? 4
+                                 : BN == 128  ? 6
+                                              : 8;
   static constexpr int kAccs = BN / 2;  // fp32 accumulators per thread of a consumer warpgroup
   // An MN-major operand tile is stored as blocks of 128 bytes of MN (64 bf16/fp16, 32 tf32) by BK
   // k-rows.

@@ -346,6 +346,28 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
   }
 }
 
+// The skinny tiles' store (launch_skinny): their kernel computes D' = W x^T, the weight's rows
+// times the tokens, whose element (m', n') is the output's (n', m'); `ep` is the original
+// problem's (out[token][feature]; no fused activation: launch_skinny refuses it). The
+// accumulators go out element by element through ep with the coordinates swapped: the 8 lanes of
+// a quad column hold 8 consecutive features of one token, 16 contiguous bytes of an output row.
+template <TcType T, int BN>
+__device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>& ep,
+                                                              const float (&d)[BN / 2], int64_t m0,
+                                                              int64_t n0) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int64_t row = m0 + warp * 16 + lane / 4;  // a feature: the output's column
+  const int64_t col = n0 + 2 * (lane % 4);        // a token: the output's row
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+      ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+    }
+  }
+}
+
 // The tail split's fixup for one consumer warpgroup's 64 x BN block of a tile cut into k ranges
 // (unit u, u.part >= 0): its sums go to the workspace (the CTA's place there), and the last part
 // of the tile to arrive (counted in tail.arrived) adds every part up in k order (each read back

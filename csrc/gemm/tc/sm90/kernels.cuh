@@ -150,8 +150,13 @@ __global__ void __launch_bounds__(256, 1)
 // consumer warpgroups of 64 rows each (512 threads), for outputs whose 192 x 128 tiles fill a wave
 // where 128-row tiles leave it part idle (3072 x 1024: 128 tiles against 96 of 128 x 256 or 192 of
 // 128 x 128 on 132 SMs). No tail split: launch_tall never asks for one.
+//
+// kTransposedOut (BM 64, the skinny tiles of launch_skinny): the kernel runs the swapped product
+// W x^T of a few-row linear, 64 rows of the weight by 16-64 tokens per tile with one consumer
+// warpgroup, and stores each element at the output's transposed place
+// (store_accumulators_transposed).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
-          int BM = 128>
+          int BM = 128, bool kTransposedOut = false, bool kShareA = false>
 __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
@@ -160,7 +165,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
   constexpr bool kFp8 = tc_is_fp8(T);
   static_assert(!kFp8 || BN == 128, "FP8: 128 x 128 tiles");
-  static_assert(BM == 128 || (Ctas == 1 && !kFp8), "192-row tiles: one CTA per cluster, 16-bit");
+  static_assert(BM == 128 || !kFp8, "FP8: 128-row tiles");
+  static_assert(BM != 192 || Ctas == 1, "192-row tiles: one CTA per cluster");
+  static_assert(kTransposedOut == (BM == 64), "64-row tiles: the skinny tiles, stored transposed");
+  static_assert(!kShareA || (Ctas == 2 && kTransposedOut), "A shared: the skinny tiles in pairs");
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
@@ -192,8 +200,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, Ctas, Cfg>(&map_a, &map_b, p, ring, full, empty, rank,
-                                               first_unit, unit_step);
+      produce_tiles<T, BN, AK, BKm, Ctas, Cfg, kShareA>(&map_a, &map_b, p, ring, full, empty,
+                                                        rank, first_unit, unit_step);
     }
   } else {
     consumer_registers<Cfg::kConsumers>();
@@ -215,9 +223,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     UnitWalk walk(p, first_unit, unit_step);
     WorkUnit u;
     while (walk.next(p, u)) {
-      int tg, tn;
-      p.raster.coords(u.tile, tg, tn);
-      const int tm = tg * Ctas + int(rank);
+      int tg, tgn, tm, tn;
+      p.raster.coords(u.tile, tg, tgn);
+      cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
       const int kb = u.kb, ke = u.ke;
       zero(d);
       if constexpr (kFp8) {
@@ -295,7 +303,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
       // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
-      if (p.splits == 1 && p.tma_store) {
+      if constexpr (kTransposedOut) {
+        store_accumulators_transposed<TOut, BN>(ep, d, m0, n0);  // launch_skinny: no split-K
+      } else if (p.splits == 1 && p.tma_store) {
         // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused
         // stage, which needs the TMA stores (launch_typed checks; other types, layouts and widths

@@ -205,17 +205,25 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
 // many clusters as fit at once. The raster walks the pairs; a group of 4 pairs keeps the 8 tile
 // rows of A in L2 that the single-CTA raster's group of 8 does. The B map's box must be half a
 // tile tall (each CTA loads and multicasts its half).
+// With share_a (wgmma_ws_kernel<..., kShareA>: the skinny tiles) the pairs are horizontally
+// adjacent tiles sharing A, the raster's columns count pairs, and the A map's box is half a tile
+// tall.
 template <typename Kernel, typename Ep>
 void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
                   const CUtensorMap& map_b, const CUtensorMap& map_out, const Ep& ep,
-                  size_t smem_bytes, cudaStream_t stream) {
-  p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
-  p.raster.group = 4;
+                  size_t smem_bytes, cudaStream_t stream, bool share_a = false,
+                  int threads = 384) {
+  if (share_a) {
+    p.raster.tiles_n = int(ceil_div<int64_t>(p.raster.tiles_n, 2));
+  } else {
+    p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
+    p.raster.group = 4;
+  }
   const int pairs = p.raster.count();
   tc::configure_smem_once(kernel, smem_bytes);
   const int clusters =
-      std::min(pairs * p.splits, max_active_clusters(kernel, 2, 384, smem_bytes));
-  const ClusterLaunch launch(2 * clusters, 2, 384, smem_bytes, stream);
+      std::min(pairs * p.splits, max_active_clusters(kernel, 2, threads, smem_bytes));
+  const ClusterLaunch launch(2 * clusters, 2, threads, smem_bytes, stream);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -412,6 +420,45 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
       pr, wgmma_ws_kernel<T, 128, AK, BKm, 1, T, T, 192>, stream);
 }
 
+// The skinny tiles of a few-row linear (the ladder's tc:ws_persistent:bt<16|32|64>; 16-bit
+// operands, both K-major: x (M tokens) @ W^T (N features)): the kernel runs the swapped product
+// W x^T, 64 rows of the weight (A) by BT tokens (B) per tile, one consumer warpgroup, a ring of
+// 12-16 small stages, and stores each element at its transposed place in the output (cuBLAS's
+// form for these products: nvjet_sm90_tst_64x16_64x16 for 32 x 4096 x 4096). One work unit per
+// tile: no split-K, no tail split.
+// ctas 2 (bt<n>:c2): in clusters of two CTAs on the same weight rows and adjacent token tiles,
+// each loading half the weight tile and multicasting it to both (cuBLAS's 1 x 2 clusters there).
+template <TcType T, int BT>
+void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
+  using Cfg = HopperCfg<T, BT, 64>;
+  TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && !Epilogue<T>::from(pr).fused() && pr.M > 0 &&
+                  pr.N > 0 && pr.K > 0,
+              "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
+              "K-major, no fused activation and a non-empty product only");
+  TcProblem swapped = pr;  // the weight's rows as M, the tokens as N
+  swapped.a = pr.b;
+  swapped.lda = pr.ldb;
+  swapped.b = pr.a;
+  swapped.ldb = pr.lda;
+  swapped.M = pr.N;
+  swapped.N = pr.M;
+  HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
+  p.tma_store = false;  // the transposed store writes element by element
+  const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
+  const int ctas = pr.tuning.ctas == 2 ? 2 : 1;
+  const CUtensorMap map_a =
+      operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / ctas);
+  const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
+  if (ctas == 2) {
+    launch_pairs(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, true>, p, map_a, map_b,
+                 map_a, ep, Cfg::kWsSmemBytes, stream, /*share_a=*/true, Cfg::kThreads);
+    return;
+  }
+  const int tiles = p.raster.count();
+  launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, tiles, sm_count(), map_a,
+                    map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
+}
+
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for 16-bit
 // outputs of at most 64 rows 128 x 128 tiles split along K (few_rows_split_k; linear_act's fused
 // stage too, so that its product keeps linear's bits). 128 x 64 tiles are built for
@@ -426,6 +473,15 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
               "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
               "or float16 operands and no fused activation only");
   const TcTuning& t = p.tuning;
+  if (t.bt != 0) {
+    if constexpr (kHalfBuilt && AK && BKm) {
+      if (t.bt == 16) return launch_skinny<T, 16>(p, stream);
+      if (t.bt == 32) return launch_skinny<T, 32>(p, stream);
+      if (t.bt == 64) return launch_skinny<T, 64>(p, stream);
+    }
+    TORCH_CHECK(false, "cudasteps.mm: the skinny tiles (bt<16|32|64>) are built for bfloat16 or "
+                "float16 x @ weight^T (both operands K-major) only");
+  }
   const bool chosen = t.bn == 0 && t.bm == 0 && t.splits == 0 && t.tail_split < 0;
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {

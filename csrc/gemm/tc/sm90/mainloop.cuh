@@ -62,8 +62,12 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
   for (int s = 0; s < Cfg::kKSteps; ++s) {
     const uint64_t sa = da + s * desc_k_step<AK, Cfg::kMmaK>();
     const uint64_t sb = db + s * desc_k_step<BKm, Cfg::kMmaK>();
-    static_assert(BN != 64 || T == TcType::kBF16 || T == TcType::kFP16,
-                  "128 x 64 tiles: 16-bit operands only");
+    static_assert(BN >= 128 || T == TcType::kBF16 || T == TcType::kFP16,
+                  "tiles narrower than 128: 16-bit operands only");
+    if constexpr (T == TcType::kBF16 && BN == 16) wgmma_m64n16k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 16) wgmma_m64n16k16_fp16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kBF16 && BN == 32) wgmma_m64n32k16_bf16<ta, tb>(d, sa, sb);
+    if constexpr (T == TcType::kFP16 && BN == 32) wgmma_m64n32k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kBF16 && BN == 64) wgmma_m64n64k16_bf16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kFP16 && BN == 64) wgmma_m64n64k16_fp16<ta, tb>(d, sa, sb);
     if constexpr (T == TcType::kBF16 && BN == 256) wgmma_m64n256k16_bf16<ta, tb>(d, sa, sb);
@@ -144,33 +148,49 @@ __device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, 
   }
 }
 
+// The tile (tm, tn) of a cluster's CTA `rank` in the tile group at raster position (tg, tgn): a
+// group is Ctas vertically adjacent tiles (sharing B), or with kShareA horizontally adjacent ones
+// (sharing A).
+template <int Ctas, bool kShareA>
+__device__ __forceinline__ void cluster_tile(int tg, int tgn, uint32_t rank, int& tm, int& tn) {
+  tm = kShareA ? tg : tg * Ctas + int(rank);
+  tn = kShareA ? tgn * Ctas + int(rank) : tgn;
+}
+
 // The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
 // first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
-// released it. A unit covers Ctas vertically adjacent tiles (one per CTA of a cluster); this CTA
-// loads its own A tile and its share of the B tile, multicast to every CTA of the cluster. Cfg: the
-// tile configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
-template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>>
+// released it. A unit covers Ctas adjacent tiles (one per CTA of a cluster); the operand they
+// share (B for vertically adjacent tiles; A with kShareA, horizontally adjacent ones) is loaded in
+// Ctas slices, each CTA its own slice multicast to every CTA of the cluster, and the other operand
+// whole by each CTA for itself. A slice sits at the same place in every CTA's stage. Cfg: the tile
+// configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
+template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>,
+          bool kShareA = false>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
                                               const HopperParams& p, uint8_t* ring, uint64_t* full,
                                               uint64_t* empty, uint32_t rank, int first_unit,
                                               int unit_step) {
-  constexpr int kBRows = BN / Ctas;  // rows of B (along N) this CTA loads per stage
+  // Rows of A (along M) and of B (along N) this CTA loads per stage, and where its slice starts.
+  constexpr int kARows = kShareA ? Cfg::BM / Ctas : Cfg::BM;
+  constexpr int kBRows = kShareA ? BN : BN / Ctas;
+  const int a_slice = kShareA ? int(rank) * kARows : 0;
+  const int b_slice = kShareA ? 0 : int(rank) * kBRows;
+  constexpr uint16_t kCluster = Ctas == 1 ? 0 : (1 << Ctas) - 1;
   int stage = 0, phase = 0;
   UnitWalk walk(p, first_unit, unit_step);
   WorkUnit u;
   while (walk.next(p, u)) {
-    int tg, tn;
-    p.raster.coords(u.tile, tg, tn);
-    const int tm = tg * Ctas + int(rank);
+    int tg, tgn, tm, tn;
+    p.raster.coords(u.tile, tg, tgn);
+    cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
     for (int kt = u.kb; kt < u.ke; ++kt) {
       mbar_wait(&empty[stage], phase ^ 1);
       uint8_t* dst = ring + stage * Cfg::kStageBytes;
       mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-      tma_tile<AK, Cfg::BM, Cfg::BK>(dst, map_a, &full[stage], tm * Cfg::BM, kt);
-      // This CTA's rows of B sit at the same place in the tile (and in every CTA's ring).
-      tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + int(rank) * kBRows * 128, map_b,
-                                     &full[stage], tn * BN + int(rank) * kBRows, kt,
-                                     Ctas == 1 ? 0 : (1 << Ctas) - 1);
+      tma_tile<AK, kARows, Cfg::BK>(dst + a_slice * 128, map_a, &full[stage],
+                                    tm * Cfg::BM + a_slice, kt, kShareA ? kCluster : 0);
+      tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + b_slice * 128, map_b, &full[stage],
+                                     tn * BN + b_slice, kt, kShareA ? 0 : kCluster);
       if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
     }
   }

@@ -258,9 +258,9 @@ __device__ __forceinline__ void producer_registers() {
 
 template <int kConsumers = 2>
 __device__ __forceinline__ void consumer_registers() {
-  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(kConsumers >= 1 && kConsumers <= 3, "one to three consumer warpgroups");
 #ifdef CUDASTEPS_SM90A_DEVICE
-  if constexpr (kConsumers == 2) {
+  if constexpr (kConsumers <= 2) {  // one: 232 is more than its 64 x 64 block needs
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 152;\n");
