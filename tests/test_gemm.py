@@ -789,25 +789,46 @@ def test_ws_skinny_tiles():
         G.run_ladder("tc:ws_persistent:bt8", x, x.t())
 
 
+def skinny_token_tile(m, n, sms):
+    """sm90/scheduler.cuh's skinny_token_tile: the token tile of the skinny tiles a linear of m
+    tokens and n output features runs in (0: none)."""
+    weight_tiles = -(-n // 64)
+    if m <= 16 or m > 128 or weight_tiles * 4 < sms:
+        return 0
+    if m <= 32 or -(-m // 32) * weight_tiles <= sms:
+        return 32
+    if m <= 64 or -(-m // 64) * weight_tiles <= sms:
+        return 64
+    return 0
+
+
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
-def test_few_rows_split_k():
-    """Linears of 17-64 tokens whose 128 x 128 tiles leave half the SMs idle run those tiles in
-    split-K's k ranges (sm90/scheduler.cuh's few_rows_split_k): within the bound of the float64
-    product, and bitwise tc:ws_persistent:bn128:ts0's output, the same tiles and ranges (where this
-    GPU's SM count gives the rule the shape). Odd token counts, K no multiple of a k-tile, a
-    weight with a partial last tile."""
+def test_few_rows_rules():
+    """Linears of 17-128 tokens: in the layout x @ weight^T the skinny tiles where
+    sm90/scheduler.cuh's skinny_token_tile says (bitwise tc:ws_persistent:bt<32|64>'s output),
+    else, for at most 64 rows whose 128 x 128 tiles leave half the SMs idle, those tiles in
+    split-K's k ranges (few_rows_split_k: bitwise tc:ws_persistent:bn128:ts0's output, the same
+    tiles and ranges); x @ weight with the weight stored K x N takes the latter rule only. Every
+    output within the bound of the float64 product (poisoned output). Odd token counts, K no
+    multiple of a k-tile, a weight with a partial last tile, for this GPU's SM count."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for dtype in (torch.bfloat16, torch.float16):
-        shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192)]
+        shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192),
+                  (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256)]
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=400 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
-            poison_allocator(m * n, dtype)
-            out = cudasteps.linear(x, w)
-            assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
-            if -(-n // 128) * 2 <= sms:
-                same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, w.t())
-                assert torch.equal(out, same_tiles), (dtype, m, n, k)
+            w_kn = w.t().contiguous()  # the same weight stored K x N: B is not K-major
+            few_rows = m <= 64 and -(-n // 128) * 2 <= sms
+            for b, bt in ((w.t(), skinny_token_tile(m, n, sms)), (w_kn, 0)):
+                poison_allocator(m * n, dtype)
+                out = cudasteps.mm(x, b)
+                assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
+                if bt:
+                    assert torch.equal(out, G.run_ladder(f"tc:ws_persistent:bt{bt}", x, b)), (m, n, k)
+                elif few_rows:
+                    same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
+                    assert torch.equal(out, same_tiles), (dtype, m, n, k)
 
 
 # Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),

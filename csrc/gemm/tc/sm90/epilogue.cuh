@@ -348,9 +348,10 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 
 // The skinny tiles' store (launch_skinny): their kernel computes D' = W x^T, the weight's rows
 // times the tokens, whose element (m', n') is the output's (n', m'); `ep` is the original
-// problem's (out[token][feature]; no fused activation: launch_skinny refuses it). The
-// accumulators go out element by element through ep with the coordinates swapped: the 8 lanes of
-// a quad column hold 8 consecutive features of one token, 16 contiguous bytes of an output row.
+// problem's (out[token][feature], linear_act's fused stage too: store_one_fused, the value the
+// staged stores compute). The accumulators go out element by element through ep with the
+// coordinates swapped: the 8 lanes of a quad column hold 8 consecutive features of one token, 16
+// contiguous bytes of an output row.
 template <TcType T, int BN>
 __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>& ep,
                                                               const float (&d)[BN / 2], int64_t m0,
@@ -362,8 +363,13 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
   for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
-      ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+      if (ep.fused()) {
+        ep.store_one_fused(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+        ep.store_one_fused(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+      } else {
+        ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+        ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+      }
     }
   }
 }

@@ -431,10 +431,9 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 template <TcType T, int BT>
 void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
-  TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && !Epilogue<T>::from(pr).fused() && pr.M > 0 &&
-                  pr.N > 0 && pr.K > 0,
+  TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.M > 0 && pr.N > 0 && pr.K > 0,
               "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
-              "K-major, no fused activation and a non-empty product only");
+              "K-major and a non-empty product only");
   TcProblem swapped = pr;  // the weight's rows as M, the tokens as N
   swapped.a = pr.b;
   swapped.lda = pr.ldb;
@@ -483,6 +482,15 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
                 "float16 x @ weight^T (both operands K-major) only");
   }
   const bool chosen = t.bn == 0 && t.bm == 0 && t.splits == 0 && t.tail_split < 0;
+  // linear_act's fused stage asks for tc:ws_pingpong where there is no tail split
+  // (tc_hopper_tail_split_wanted): it takes the skinny tiles too, so its product stays linear's.
+  const bool default_kernel = which == HopperKernel::kWarpSpecialized ||
+                              (which == HopperKernel::kPingPong && Epilogue<T>::from(p).fused());
+  if constexpr (kHalfBuilt && AK && BKm) {
+    const int bt = chosen && default_kernel ? skinny_token_tile(p.M, p.N, sm_count()) : 0;
+    if (bt == 32) return launch_skinny<T, 32>(p, stream);
+    if (bt == 64) return launch_skinny<T, 64>(p, stream);
+  }
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {
     TcProblem split = p;
