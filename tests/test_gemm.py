@@ -735,7 +735,7 @@ def test_ws_persistent_tuning_variants():
     wide_tall = r"'tc:ws_persistent:bm192:bn256': 192-row tiles \(bm192\) are 128 wide"
     with pytest.raises(RuntimeError, match=wide_tall):
         G.run_ladder("tc:ws_persistent:bm192:bn256", a, a)
-    for bad in ("bn32", "bm64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts"):
+    for bad in ("bn32", "bm64", "s0", "x2", "s", "bn", "s1:", "s1000", "ts2", "ts", "pdl2"):
         with pytest.raises(RuntimeError, match="tuning fields of 'tc:ws_persistent:"):
             G.run_ladder(f"tc:ws_persistent:{bad}", a, a)
     for bad in ("bn64", "bm192", "ts1", "s2:ts0"):
@@ -829,6 +829,36 @@ def test_few_rows_rules():
                 elif few_rows:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+def test_programmatic_dependent_launch():
+    """The persistent kernels start under the tail of the kernel before them (programmatic
+    dependent launch) and wait for it before touching memory: a chain of products, each reading
+    the one before it (and the allocator handing the freed inputs to later outputs), eagerly and
+    replayed from a CUDA graph, gives bitwise the chain computed with a device synchronisation
+    between its steps; and the ladder's pdl0 (an ordinary launch) the same bits as the default.
+    Skinny tiles, split-K with its reduce, the tail split, one and two waves of tiles."""
+    def chain(x, ws, sync=False):
+        for w in ws:
+            x = cudasteps.linear(x, w)
+            if sync:
+                torch.cuda.synchronize()
+        return x
+
+    for m, n in [(48, 4096), (1024, 1024), (3000, 2000), (300, 260)]:
+        ws = [make_tensor((n, n), torch.bfloat16, "cuda", seed=700 + i) / n**0.5 for i in range(6)]
+        x0 = make_tensor((m, n), torch.bfloat16, "cuda", seed=710)
+        expected = chain(x0, ws, sync=True)
+        assert torch.equal(chain(x0, ws), expected), (m, n)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = chain(x0, ws)
+        graph.replay()
+        assert torch.equal(out, expected), (m, n)
+        plain = G.run_ladder("tc:ws_persistent", x0, ws[0].t())
+        for fields in ("pdl0", "pdl1"):
+            assert torch.equal(G.run_ladder(f"tc:ws_persistent:{fields}", x0, ws[0].t()), plain), (m, n)
 
 
 # Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),

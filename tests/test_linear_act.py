@@ -203,7 +203,7 @@ def test_leading_dims_empty_and_views(device):
 
 
 # (32, 512, 4096): a 32-row product whose tiles sm90/scheduler.cuh's few_rows_split_k splits along
-# K on a Hopper GPU, in linear and in every fused step alike; (48, 4100, 520): skinny tiles there
+# K on a Hopper GPU, in linear and in every fused step alike; (48, 4104, 520): skinny tiles there
 # (skinny_token_tile), the fused stage stored element by element.
 AUX_SHAPES = [
     (17, 33, 65),
@@ -211,7 +211,7 @@ AUX_SHAPES = [
     (129, 384, 8192),
     (131, 264, 31),
     (32, 512, 4096),
-    (48, 4100, 520),
+    (48, 4104, 520),
 ]
 
 
@@ -249,10 +249,10 @@ def test_fused_and_two_pass_agree():
     (linear_act_aux) runs: a model's outputs are the same with and without autograd recording.
     The ladder's fused steps split K their own way (other fp32 sums): within a few units of the
     dtype's rounding. Act none is linear's single rounding of product + bias in every mode.
-    48 x 4100 x 520: a few-row product in skinny tiles, whose fused stage is stored element by
+    48 x 4104 x 520: a few-row product in skinny tiles, whose fused stage is stored element by
     element (sm90/scheduler.cuh's skinny_token_tile)."""
     for dtype, act, (m, n, k) in itertools.product(
-        (torch.bfloat16, torch.float16), ACTS, [(257, 520, 1030), (48, 4100, 520)]
+        (torch.bfloat16, torch.float16), ACTS, [(257, 520, 1030), (48, 4104, 520)]
     ):
         x, w, b = operands(m, n, k, dtype, "cuda", seed=30)
         assert fused_runs(x, w, b)
@@ -277,7 +277,7 @@ def test_poisoned_memory_never_shows():
     """Every step writes every element of out and of the product: outputs allocated where
     NaN-filled blocks were just freed (the caching allocator hands them out again) hold no NaN."""
     for dtype in (torch.bfloat16, torch.float16):
-        for m, n, k in [(131, 264, 31), (257, 520, 1030), (129, 384, 8192), (48, 4100, 520)]:
+        for m, n, k in [(131, 264, 31), (257, 520, 1030), (129, 384, 8192), (48, 4104, 520)]:
             x, w, b = operands(m, n, k, dtype, "cuda", seed=40)
             for v in steps_for(x, w, b):
                 for _ in range(4):

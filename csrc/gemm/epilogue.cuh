@@ -155,23 +155,27 @@ struct Epilogue {
     return elementwise::BiasActOpFor<A, E>()(product, add);  // the Fast* forms for 16-bit E
   }
 
-  // One element of the fused stage (split-K's reduce; the Hopper kernel stages whole fragments,
-  // tc/sm90/epilogue.cuh): aux = alpha * acc, out = act(aux + beta * addend), aux rounded to the
-  // output type first where there is an activation (act none: alpha * acc + beta * addend, one
-  // rounding, linear's value).
-  __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {
+  // One element of the fused stage (split-K's reduce, the skinny tiles' transposed store; the
+  // Hopper kernel stages whole fragments, tc/sm90/epilogue.cuh): aux = alpha * acc, out =
+  // act(aux + beta * addend), aux rounded to the output type first where there is an activation
+  // (act none: alpha * acc + beta * addend, one rounding, linear's value). A is `act`: callers
+  // storing many elements dispatch on it once (with_act) and call this form.
+  template <elementwise::Act A>
+  __device__ __forceinline__ void store_one_fused_as(int64_t m, int64_t n, float acc) const {
     if (m >= M || n >= N) return;
     const float exact = alpha * acc;
     const float product =
-        act == elementwise::Act::kNone ? exact : Elem<T>::to_float(Elem<T>::from_float(exact));
+        A == elementwise::Act::kNone ? exact : Elem<T>::to_float(Elem<T>::from_float(exact));
     const float add = bias_f32 != nullptr ? beta * bias_f32[m * add_s0 + n * add_s1]
                       : addend != nullptr
                           ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1])
                           : 0.f;
     if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(exact);
-    const float v =
-        with_act(act, [&](auto a) { return activated<decltype(a)::value>(product, add); });
-    out[m * ldo + n] = Elem<T>::from_float(v);
+    out[m * ldo + n] = Elem<T>::from_float(activated<A>(product, add));
+  }
+
+  __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {
+    with_act(act, [&](auto a) { store_one_fused_as<decltype(a)::value>(m, n, acc); });
   }
 
   __device__ __forceinline__ float value(int64_t m, int64_t n, float acc) const {

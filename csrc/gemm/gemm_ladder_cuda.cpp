@@ -150,12 +150,17 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     const bool is_ts = name == "ts" && (value == 0 || value == 1);
     const bool is_bt = name == "bt" && (value == 16 || value == 32 || value == 64);
     const bool is_c = name == "c" && (value == 1 || value == 2);
-    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c, kOp, "tuning fields of '",
-                    variant,
+    const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
+    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_pdl, kOp,
+                    "tuning fields of '", variant,
                     "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), "
-                    "ts0 or ts1, bt16, bt32 or bt64 and c1 or c2, got '",
+                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2 and pdl0 or pdl1, got '",
                     f,
                     "'");
+    if (is_pdl) {
+      t.pdl = value == 1;
+      return;
+    }
     (is_bn   ? t.bn
      : is_bm ? t.bm
      : is_s  ? t.splits
@@ -209,7 +214,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     "': 192-row tiles (bm192) are 128 wide, got bn", tuning.bn);
     CUDASTEPS_CHECK(tuning.bt == 0 || (tuning.bn == 0 && tuning.bm == 0 && tuning.splits == 0 &&
                                        tuning.tail_split < 0),
-                    kOp, "'", variant, "': the skinny tiles (bt<16|32|64>) take c1 or c2 only");
+                    kOp, "'", variant,
+                    "': the skinny tiles (bt<16|32|64>) take c1, c2, pdl0 and pdl1 only");
     CUDASTEPS_CHECK(tuning.ctas != 2 || tuning.bt != 0, kOp, "'", variant,
                     "': clusters of two CTAs (c2) are built for the skinny tiles (bt<n>) only");
     CUDASTEPS_CHECK(tuning.bt == 0 || dtype != at::kFloat, kOp, "'", variant,
@@ -224,7 +230,7 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0 && tuning.bt == 0 &&
                         tuning.ctas == 0,
                     kOp, "'", variant,
-                    "': tc:ws_multicast takes bn128, bn256 and s<splits> only");
+                    "': tc:ws_multicast takes bn128, bn256, s<splits> and pdl0 or pdl1 only");
   } else if (step == "ws_pingpong") {
     kernel = TcKernel::kWsPingPong;
   } else if (step == "ws_tf32_rs") {

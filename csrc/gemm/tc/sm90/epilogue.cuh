@@ -359,17 +359,28 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const int64_t row = m0 + warp * 16 + lane / 4;  // a feature: the output's column
   const int64_t col = n0 + 2 * (lane % 4);        // a token: the output's row
+  // The activation is dispatched on once, outside the unrolled loops: inside them (a switch per
+  // element) the 64-token tiles' accumulators went to the stack, main loop included.
+  if (ep.fused()) {
+    tc::with_act(ep.act, [&](auto act) {
+      constexpr elementwise::Act A = decltype(act)::value;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          ep.template store_one_fused_as<A>(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+          ep.template store_one_fused_as<A>(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+        }
+      }
+    });
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (ep.fused()) {
-        ep.store_one_fused(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
-        ep.store_one_fused(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
-      } else {
-        ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
-        ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
-      }
+      ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+      ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
     }
   }
 }

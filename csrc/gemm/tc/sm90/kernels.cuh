@@ -191,6 +191,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   } else {
     cluster_sync();
   }
+  wait_previous_grid_release_next();
   // Work units (UnitWalk): (tile group, k range); consecutive units are the k ranges of one tile
   // group. A tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster
   // counts groups: its tiles_m is ceil(tiles / Ctas)). Then, with Ctas 1, a tail-split part.
@@ -360,6 +361,7 @@ __global__ void __launch_bounds__(384, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  wait_previous_grid_release_next();
   const int units = p.raster.count() * p.splits;
   const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
   const int wg = threadIdx.x / 128;
@@ -463,6 +465,7 @@ __global__ void __launch_bounds__(384, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  wait_previous_grid_release_next();
   const int units = p.raster.count() * p.splits;
   const int first_unit = int(blockIdx.x), unit_step = int(gridDim.x);
   const int wg = threadIdx.x / 128;

@@ -39,26 +39,39 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
 
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kPingPong };
 
-// A launch of `blocks` CTAs of `threads` threads in clusters of `ctas` (along x). Holds the cluster
-// attribute its config points to, so it is neither copied nor moved.
-struct ClusterLaunch {
+// A launch of `blocks` CTAs of `threads` threads, in clusters of `ctas` (along x) where ctas > 1,
+// and where `pdl` as a programmatic dependent launch: the kernel (one that calls
+// wait_previous_grid_release_next before touching memory) may start under the tail of the grid
+// before it on the stream. Holds the attributes its config points to, so it is neither copied
+// nor moved.
+struct KernelLaunch {
   cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attr = {};
+  cudaLaunchAttribute attrs[2] = {};
 
-  ClusterLaunch(int blocks, int ctas, int threads, size_t smem_bytes, cudaStream_t stream) {
+  KernelLaunch(int blocks, int ctas, int threads, size_t smem_bytes, cudaStream_t stream,
+               bool pdl) {
     config.gridDim = dim3(unsigned(blocks));
     config.blockDim = dim3(unsigned(threads));
     config.dynamicSmemBytes = smem_bytes;
     config.stream = stream;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(ctas);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    unsigned n = 0;
+    if (ctas > 1) {
+      attrs[n].id = cudaLaunchAttributeClusterDimension;
+      attrs[n].val.clusterDim.x = unsigned(ctas);
+      attrs[n].val.clusterDim.y = 1;
+      attrs[n].val.clusterDim.z = 1;
+      ++n;
+    }
+    if (pdl) {
+      attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[n].val.programmaticStreamSerializationAllowed = 1;
+      ++n;
+    }
+    config.attrs = attrs;
+    config.numAttrs = n;
   }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  KernelLaunch(const KernelLaunch&) = delete;
+  KernelLaunch& operator=(const KernelLaunch&) = delete;
 };
 
 // Clusters of `ctas` CTAs of `kernel` that can be resident at once (the persistent grid's size).
@@ -71,7 +84,7 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  const ClusterLaunch query(ctas, ctas, threads, smem_bytes, nullptr);
+  const KernelLaunch query(ctas, ctas, threads, smem_bytes, nullptr, false);
   int clusters = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &query.config));
   TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
@@ -190,13 +203,18 @@ inline int persistent_splits(const TcProblem& pr, const HopperParams& p, int til
 }
 
 // A single-CTA persistent kernel: one block per SM (at most one per work unit), each walking its
-// work units; 384 threads (a producer and two consumer warpgroups) but where told.
+// work units; 384 threads (a producer and two consumer warpgroups) but where told. With `pdl`
+// (TcTuning::pdl: all but the ladder's pdl0) a programmatic dependent launch (KernelLaunch):
+// back to back, a kernel's launch and set-up hide under the one before it (CUDA-graph replays of
+// few-row linears, H100: see docs/gemm.md).
 template <typename Kernel, typename Ep>
 void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map_a,
                        const CUtensorMap& map_b, const CUtensorMap& map_out, const HopperParams& p,
-                       const Ep& ep, size_t smem_bytes, cudaStream_t stream, int threads = 384) {
+                       const Ep& ep, size_t smem_bytes, cudaStream_t stream, bool pdl,
+                       int threads = 384) {
   tc::configure_smem_once(kernel, smem_bytes);
-  kernel<<<std::min(units, sms), threads, smem_bytes, stream>>>(map_a, map_b, map_out, p, ep);
+  const KernelLaunch launch(std::min(units, sms), 1, threads, smem_bytes, stream, pdl);
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -207,11 +225,11 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
 // tile tall (each CTA loads and multicasts its half).
 // With share_a (wgmma_ws_kernel<..., kShareA>: the skinny tiles) the pairs are horizontally
 // adjacent tiles sharing A, the raster's columns count pairs, and the A map's box is half a tile
-// tall.
+// tall. `pdl` as launch_persistent's.
 template <typename Kernel, typename Ep>
 void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
                   const CUtensorMap& map_b, const CUtensorMap& map_out, const Ep& ep,
-                  size_t smem_bytes, cudaStream_t stream, bool share_a = false,
+                  size_t smem_bytes, cudaStream_t stream, bool pdl, bool share_a = false,
                   int threads = 384) {
   if (share_a) {
     p.raster.tiles_n = int(ceil_div<int64_t>(p.raster.tiles_n, 2));
@@ -223,7 +241,7 @@ void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
   tc::configure_smem_once(kernel, smem_bytes);
   const int clusters =
       std::min(pairs * p.splits, max_active_clusters(kernel, 2, threads, smem_bytes));
-  const ClusterLaunch launch(2 * clusters, 2, threads, smem_bytes, stream);
+  const KernelLaunch launch(2 * clusters, 2, threads, smem_bytes, stream, pdl);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -290,18 +308,18 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const int units = persistent_units(p, tiles);
   if (ctas == 1 && which != HopperKernel::kPingPong) {
     launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>, units, sms, map_a, map_b, map_out, p, ep,
-                      Cfg::kWsSmemBytes, stream);
+                      Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   } else if (which == HopperKernel::kPingPong) {
     if constexpr (kPingPongBuilt) {
       TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
       launch_persistent(wgmma_pingpong_kernel<T, AK, BKm>, units, sms, map_a, map_b, map_out, p,
-                        ep, Cfg::kWsSmemBytes, stream);
+                        ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
     }
   } else if constexpr (!kLadder) {
     // Unreachable (checked on entry); the multicast kernel below is not instantiated here.
   } else {
     launch_pairs(wgmma_ws_kernel<T, BN, AK, BKm, 2>, p, map_a, map_b, map_out, ep,
-                 Cfg::kWsSmemBytes, stream);
+                 Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   }
   if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
 }
@@ -327,9 +345,9 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
   if constexpr (Ctas == 1) {
     launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
-                      Cfg::kWsSmemBytes, stream, Cfg::kThreads);
+                      Cfg::kWsSmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
   } else {
-    launch_pairs(kernel, p, map_a, map_b, map_out, ep, Cfg::kWsSmemBytes, stream);
+    launch_pairs(kernel, p, map_a, map_b, map_out, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   }
   if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
 }
@@ -450,12 +468,13 @@ void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
   const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
   if (ctas == 2) {
     launch_pairs(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, true>, p, map_a, map_b,
-                 map_a, ep, Cfg::kWsSmemBytes, stream, /*share_a=*/true, Cfg::kThreads);
+                 map_a, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl, /*share_a=*/true,
+                 Cfg::kThreads);
     return;
   }
   const int tiles = p.raster.count();
   launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, tiles, sm_count(), map_a,
-                    map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, Cfg::kThreads);
+                    map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
 }
 
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for 16-bit
