@@ -795,11 +795,9 @@ def skinny_token_tile(m, n, sms):
     weight_tiles = -(-n // 64)
     if m <= 16 or m > 128 or weight_tiles * 4 < sms:
         return 0
-    if m <= 32 or -(-m // 32) * weight_tiles <= sms:
+    if m <= 32:
         return 32
-    if m <= 64 or -(-m // 64) * weight_tiles <= sms:
-        return 64
-    return 0
+    return 64 if m <= 64 or -(-m // 64) * weight_tiles <= sms else 0
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
@@ -838,7 +836,8 @@ def test_programmatic_dependent_launch():
     the one before it (and the allocator handing the freed inputs to later outputs), eagerly and
     replayed from a CUDA graph, gives bitwise the chain computed with a device synchronisation
     between its steps; and the ladder's pdl0 (an ordinary launch) the same bits as the default.
-    Skinny tiles, split-K with its reduce, the tail split, one and two waves of tiles."""
+    The few-row path (8 tokens: its mma kernel and the combine of its split), skinny tiles, split-K
+    with its reduce, the tail split, one and two waves of tiles."""
     def chain(x, ws, sync=False):
         for w in ws:
             x = cudasteps.linear(x, w)
@@ -846,7 +845,7 @@ def test_programmatic_dependent_launch():
                 torch.cuda.synchronize()
         return x
 
-    for m, n in [(48, 4096), (1024, 1024), (3000, 2000), (300, 260)]:
+    for m, n in [(8, 4096), (48, 4096), (1024, 1024), (3000, 2000), (300, 260)]:
         ws = [make_tensor((n, n), torch.bfloat16, "cuda", seed=700 + i) / n**0.5 for i in range(6)]
         x0 = make_tensor((m, n), torch.bfloat16, "cuda", seed=710)
         expected = chain(x0, ws, sync=True)

@@ -23,6 +23,10 @@ int current_device() {
   return int(c10::cuda::current_device());
 }
 
+bool programmatic_launch_supported() {
+  return at::cuda::getCurrentDeviceProperties()->major >= 9;
+}
+
 ScratchBuffer scratch_buffer(size_t bytes) {
   auto tensor = std::make_shared<at::Tensor>(at::empty(
       {int64_t(bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, current_device())));

@@ -46,12 +46,13 @@ void launch_mma(gemv::Params<T> p, int splits, cudaStream_t stream) {
     scratch = scratch_buffer(size_t(splits) * p.rows * p.num_tokens * sizeof(float));
     p.partial = static_cast<float*>(scratch.ptr);
   }
-  kernel<<<dim3(unsigned(row_blocks), unsigned(splits)), block, 0, stream>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // Programmatic dependent launches (common/launch.cuh): in a decode step's CUDA graph each
+  // starts under the tail of the kernel before it.
+  launch_dependent(kernel, dim3(unsigned(row_blocks), unsigned(splits)), dim3(block), 0, stream, p);
   if (splits > 1) {
     const int64_t outputs = p.rows * p.num_tokens;
-    gemv::combine_kernel<T><<<ceil_div<int64_t>(outputs, 256), 256, 0, stream>>>(p, splits);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_dependent(gemv::combine_kernel<T>, dim3(unsigned(ceil_div<int64_t>(outputs, 256))),
+                     dim3(256), 0, stream, p, splits);
   }
 }
 

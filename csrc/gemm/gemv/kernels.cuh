@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "common/launch.cuh"  // wait_previous_grid_release_next
 #include "common/warp_reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/tc/sm80/mma.cuh"
@@ -255,6 +256,7 @@ template <TcType T, int TokenTiles, int Unroll>
 __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p) {
   constexpr int kTokens = 8 * TokenTiles;
   __shared__ float parts[kSplitWarps][kMmaRows][kTokens];
+  wait_previous_grid_release_next();  // launch_mma launches it as a programmatic dependent
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, t = lane % 4;
   const int64_t row0 = int64_t(blockIdx.x) * kMmaRows;
@@ -332,6 +334,7 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p
 // output, rows fastest.
 template <TcType T>
 __global__ void __launch_bounds__(256) combine_kernel(Params<T> p, int splits) {
+  wait_previous_grid_release_next();  // launched as a programmatic dependent, like mma_kernel
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.rows * p.num_tokens) return;
   const int64_t token = i / p.rows, row = i % p.rows;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "common/launch.cuh"  // wait_previous_grid_release_next
 #include "gemm/tc/sm90/config.cuh"
 #include "gemm/tc/sm90/ptx.cuh"
 #include "gemm/tc/sm90/scheduler.cuh"
@@ -442,6 +443,7 @@ __device__ __forceinline__ bool tail_split_fixup(const HopperParams& p, const Wo
 template <TcType T>
 __global__ void splitk_reduce_kernel(const float* __restrict__ partial, int splits,
                                      const Epilogue<T> ep_in) {
+  wait_previous_grid_release_next();  // launch_splitk_reduce may launch it as a dependent
   const Epilogue<T> ep = ep_in.with_device_scales();
   const int64_t total = ep.M * ep.N;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "common/launch.cuh"  // wait_previous_grid_release_next
 #include "gemm/tc/sm90/config.cuh"
 #include "gemm/tc/sm90/epilogue.cuh"
 #include "gemm/tc/sm90/mainloop.cuh"

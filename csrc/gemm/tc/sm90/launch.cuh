@@ -185,12 +185,19 @@ inline int persistent_units(const HopperParams& p, int tiles) {
                           : tiles * p.splits;
 }
 
-// out = the epilogue of the splits' partial sums, added in order.
+// out = the epilogue of the splits' partial sums, added in order; with `pdl` (the GEMM kernel's
+// choice) a programmatic dependent launch that starts under the GEMM kernel's tail.
 template <TcType TOut>
-void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaStream_t stream) {
+void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaStream_t stream,
+                          bool pdl) {
   constexpr int kThreads = 256;
   auto reduce = splitk_reduce_kernel<TOut>;
   const int64_t blocks = persistent_grid(reduce, kThreads, p.M * p.N, kThreads);
+  if (pdl) {
+    launch_dependent(reduce, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, p.partial,
+                     p.splits, ep);
+    return;
+  }
   reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -204,9 +211,8 @@ inline int persistent_splits(const TcProblem& pr, const HopperParams& p, int til
 
 // A single-CTA persistent kernel: one block per SM (at most one per work unit), each walking its
 // work units; 384 threads (a producer and two consumer warpgroups) but where told. With `pdl`
-// (TcTuning::pdl: all but the ladder's pdl0) a programmatic dependent launch (KernelLaunch):
-// back to back, a kernel's launch and set-up hide under the one before it (CUDA-graph replays of
-// few-row linears, H100: see docs/gemm.md).
+// (TcTuning::pdl: all but the ladder's pdl0) a programmatic dependent launch (KernelLaunch,
+// common/launch.cuh): back to back, a kernel's launch and set-up hide under the one before it.
 template <typename Kernel, typename Ep>
 void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map_a,
                        const CUtensorMap& map_b, const CUtensorMap& map_out, const HopperParams& p,
@@ -321,7 +327,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     launch_pairs(wgmma_ws_kernel<T, BN, AK, BKm, 2>, p, map_a, map_b, map_out, ep,
                  Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   }
-  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream);
+  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream, pr.tuning.pdl);
 }
 
 // A persistent kernel over its tiles of Cfg, in clusters of Ctas CTAs, that splits K only by
@@ -349,7 +355,7 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
   } else {
     launch_pairs(kernel, p, map_a, map_b, map_out, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   }
-  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream);
+  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream, pr.tuning.pdl);
 }
 
 // scaled_mm's Hopper kernel: tc:fp8_ws (wgmma_ws_kernel, 128 x 128 tiles) with A of type TA (e4m3

@@ -77,19 +77,6 @@ __device__ __forceinline__ void fence_barrier_init() {
 #endif
 }
 
-// Programmatic dependent launch (launch_persistent, launch_pairs): a persistent kernel may start
-// while the grid before it on the stream still runs, its CTAs taking the SMs that grid leaves
-// free and initialising their barriers under its tail. Every thread waits here, before any
-// global memory access, until that grid has completed and its writes are visible; then lets
-// the next grid start early the same way (it waits likewise: nothing of this grid's is read or
-// overwritten before it completes). Without the launch attribute both return at once.
-__device__ __forceinline__ void wait_previous_grid_release_next() {
-#ifdef CUDASTEPS_SM90A_DEVICE
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
 #ifdef CUDASTEPS_SM90A_DEVICE
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),

@@ -154,22 +154,23 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // Linears of 17-128 tokens in the layout x @ weight^T (16-bit, both operands K-major) run the
 // skinny tiles (launch_skinny: the weight's rows times the tokens, 64 x bt per tile, no split),
 // cuBLAS's form for them; returns bt (32 or 64), or 0 where the rule leaves the product to
-// few_rows_split_k and persistent_bn. bt 32 while its tiles fit one wave (or the tokens fit one
-// tile), else 64 while those fit one wave (or the tokens fit one); 65-128 tokens whose 64-token
-// tiles need more than a wave keep the 128-row tiles. Measured on an H100 (bf16, CUDA-graph
-// replays, weight out of L2, us: bt16 / bt32 / bt64 / before (few_rows_split_k or persistent_bn) /
-// cuBLAS): 32 x (4096 -> 4096) 16.6 / 16.4 / 18.1 / 19.5 / 14.6; 64 x 28.1 / 16.4 / 16.9 / 22.0 /
-// 14.9; 128 x - / 28.5 / 17.0 / 21.4 / 15.5; 32 x (4096 -> 14336) 55.2 / 44.6 / 45.8 / 51.7 /
-// 44.0; 64 x - / 55.6 / 46.0 / 47.6 / 43.9; 32 x (14336 -> 4096) 47.0 / 46.5 / 52.2 / 47.5 /
-// 45.9; 64 x - / 46.9 / 48.2 / 50.6 / 47.2.
+// few_rows_split_k and persistent_bn: bt 32 up to 32 tokens, else 64 where the tokens fit one tile
+// or their tiles one wave (65-128 tokens against a wide weight keep the 128-row tiles), and none
+// where the weight has too few 64-row tiles to busy a quarter of the SMs. Measured on an H100
+// (bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128 tiles in split-K's
+// ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4 / 17.9-18.1 /
+// 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 / 14.8; 128 x
+// 27.7 / 17.0-18.9 / 27.0 / 15.5; 32 x (4096 -> 14336) 44.6-44.8 / 45.8-47.9 / 51.3 / 43.9; 64 x
+// 55.6-58.9 / 46.0-46.1 / 50.0 / 43.9; 128 x - / - / 45.8 / 43.8 (none: 448 tiles of 64 x 64);
+// 32 x (14336 -> 4096) 45.2-46.5 / 51.4-52.2 / 47.8 / 45.7; 64 x 46.9-52.5 / 47.5-48.2 / 51.1 /
+// 47.2; 128 x 93.1 / 54.4 / 60.3 / 53.5; 32 x (4096 -> 2048) - / - / 12.6 / 10.8 (none: 32
+// tiles).
 inline int skinny_token_tile(int64_t rows, int64_t cols, int sms) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
-  // 16 tokens and fewer take the few-row path (gemv/); too few weight tiles leave SMs idle that
-  // split-K's k ranges fill.
+  // 16 tokens and fewer take the few-row path (gemv/).
   if (rows <= 16 || rows > 128 || weight_tiles * 4 < sms) return 0;
-  if (rows <= 32 || ceil_div<int64_t>(rows, 32) * weight_tiles <= sms) return 32;
-  if (rows <= 64 || ceil_div<int64_t>(rows, 64) * weight_tiles <= sms) return 64;
-  return 0;
+  if (rows <= 32) return 32;
+  return rows <= 64 || ceil_div<int64_t>(rows, 64) * weight_tiles <= sms ? 64 : 0;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
