@@ -858,6 +858,9 @@ def test_programmatic_dependent_launch():
         plain = G.run_ladder("tc:ws_persistent", x0, ws[0].t())
         for fields in ("pdl0", "pdl1"):
             assert torch.equal(G.run_ladder(f"tc:ws_persistent:{fields}", x0, ws[0].t()), plain), (m, n)
+        if m <= 16:  # the few-row path's mma kernel and its combine
+            plain = G.run_ladder("gemv:mma:s4", x0, ws[0].t())
+            assert torch.equal(G.run_ladder("gemv:mma:s4:pdl0", x0, ws[0].t()), plain), (m, n)
 
 
 # Tail-split shapes on an H100's 132 SMs: fewer tiles than SMs (each cut into up to 16 k ranges),

@@ -176,12 +176,13 @@ def test_gemv_ladder_errors():
         G.run_ladder("gemv:mma", x17.float(), w.t().float())
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
         G.run_ladder("gemv:nope", x17[:4], w.t())
-    for bad in ("gemv:mma:s0", "gemv:mma:x", "gemv:mma:s", "gemv:mma:u3", "gemv:mma:bn128", "gemv:mma:"):
+    bad_fields = ("s0", "x", "s", "u3", "bn128", "", "pdl2")
+    for bad in (f"gemv:mma:{field}" for field in bad_fields):
         field = bad.split(":")[-1]
         with pytest.raises(
             RuntimeError,
-            match=rf"cudasteps.ladder_mm: tuning fields of '{bad}' must be s<splits> \(splits >= 1\) "
-            rf"and u2 or u4, got '{field}'",
+            match=rf"cudasteps.ladder_mm: tuning fields of '{bad}' must be s<splits> \(splits >= 1\), "
+            rf"u2 or u4 and pdl0 or pdl1, got '{field}'",
         ):
             G.run_ladder(bad, x17[:4], w.t())
 

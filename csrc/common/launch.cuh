@@ -88,10 +88,10 @@ __device__ __forceinline__ void wait_previous_grid_release_next() {
 }
 
 // kernel<<<grid, block, smem_bytes, stream>>>(args...), as a programmatic dependent launch where
-// the device takes one: for kernels that call wait_previous_grid_release_next first.
+// `pdl` and the device takes one: for kernels that call wait_previous_grid_release_next first.
 template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
-                      cudaStream_t stream, Args&&... args) {
+void launch_dependent(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
+                      size_t smem_bytes, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -101,7 +101,7 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t s
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attr;
-  config.numAttrs = programmatic_launch_supported() ? 1 : 0;
+  config.numAttrs = pdl && programmatic_launch_supported() ? 1 : 0;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

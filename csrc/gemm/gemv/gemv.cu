@@ -28,8 +28,10 @@ constexpr int64_t kMaxKForUnroll4 = 8192;
 constexpr int64_t kMinChunksPerWarp = 4;
 constexpr int64_t kMaxSplits = 64;
 
+// pdl: the kernels as programmatic dependent launches (common/launch.cuh; all but the ladder's
+// gemv:mma:pdl0): in a decode step's CUDA graph each starts under the tail of the kernel before.
 template <TcType T, int TokenTiles, int Unroll>
-void launch_mma(gemv::Params<T> p, int splits, cudaStream_t stream) {
+void launch_mma(gemv::Params<T> p, int splits, bool pdl, cudaStream_t stream) {
   auto* kernel = gemv::mma_kernel<T, TokenTiles, Unroll>;
   constexpr int block = gemv::kSplitWarps * kWarpSize;
   const int64_t row_blocks = ceil_div<int64_t>(p.rows, gemv::kMmaRows);
@@ -46,23 +48,24 @@ void launch_mma(gemv::Params<T> p, int splits, cudaStream_t stream) {
     scratch = scratch_buffer(size_t(splits) * p.rows * p.num_tokens * sizeof(float));
     p.partial = static_cast<float*>(scratch.ptr);
   }
-  // Programmatic dependent launches (common/launch.cuh): in a decode step's CUDA graph each
-  // starts under the tail of the kernel before it.
-  launch_dependent(kernel, dim3(unsigned(row_blocks), unsigned(splits)), dim3(block), 0, stream, p);
+  launch_dependent(pdl, kernel, dim3(unsigned(row_blocks), unsigned(splits)), dim3(block), 0,
+                   stream, p);
   if (splits > 1) {
     const int64_t outputs = p.rows * p.num_tokens;
-    launch_dependent(gemv::combine_kernel<T>, dim3(unsigned(ceil_div<int64_t>(outputs, 256))),
-                     dim3(256), 0, stream, p, splits);
+    launch_dependent(pdl, gemv::combine_kernel<T>,
+                     dim3(unsigned(ceil_div<int64_t>(outputs, 256))), dim3(256), 0, stream, p,
+                     splits);
   }
 }
 
 template <TcType T, int TokenTiles>
-void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, cudaStream_t stream) {
+void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, bool pdl,
+                         cudaStream_t stream) {
   if (unroll == 0) unroll = p.num_tokens <= 8 && p.K <= kMaxKForUnroll4 ? 4 : 2;
   if (unroll == 4) {
-    launch_mma<T, TokenTiles, 4>(p, splits, stream);
+    launch_mma<T, TokenTiles, 4>(p, splits, pdl, stream);
   } else {
-    launch_mma<T, TokenTiles, 2>(p, splits, stream);
+    launch_mma<T, TokenTiles, 2>(p, splits, pdl, stream);
   }
 }
 
@@ -70,9 +73,9 @@ template <TcType T>
 void launch_mma_typed(const TcProblem& problem, int splits, int unroll, cudaStream_t stream) {
   const gemv::Params<T> p = gemv::make_params<T>(problem);
   if (p.num_tokens <= 8) {
-    launch_mma_unrolled<T, 1>(p, splits, unroll, stream);
+    launch_mma_unrolled<T, 1>(p, splits, unroll, problem.tuning.pdl, stream);
   } else {
-    launch_mma_unrolled<T, 2>(p, splits, unroll, stream);
+    launch_mma_unrolled<T, 2>(p, splits, unroll, problem.tuning.pdl, stream);
   }
 }
 

@@ -193,13 +193,8 @@ void launch_splitk_reduce(const HopperParams& p, const Epilogue<TOut>& ep, cudaS
   constexpr int kThreads = 256;
   auto reduce = splitk_reduce_kernel<TOut>;
   const int64_t blocks = persistent_grid(reduce, kThreads, p.M * p.N, kThreads);
-  if (pdl) {
-    launch_dependent(reduce, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, p.partial,
-                     p.splits, ep);
-    return;
-  }
-  reduce<<<unsigned(blocks), kThreads, 0, stream>>>(p.partial, p.splits, ep);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_dependent(pdl, reduce, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, p.partial,
+                   p.splits, ep);
 }
 
 // The split-K factor of a persistent kernel's problem: forced by the ladder's tuning field, else
