@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "common/launch.cuh"  // wait_previous_grid_release_next
+#include "common/launch.cuh"  // wait_previous_grid, release_next_grid
 #include "common/warp_reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/tc/sm80/mma.cuh"
@@ -256,7 +256,7 @@ template <TcType T, int TokenTiles, int Unroll>
 __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p) {
   constexpr int kTokens = 8 * TokenTiles;
   __shared__ float parts[kSplitWarps][kMmaRows][kTokens];
-  wait_previous_grid_release_next();  // launch_mma launches it as a programmatic dependent
+  wait_previous_grid();  // launch_mma launches it as a programmatic dependent
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, t = lane % 4;
   const int64_t row0 = int64_t(blockIdx.x) * kMmaRows;
@@ -307,6 +307,8 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p
       }
     }
   }
+  // Only now may the next grid's blocks take the SMs this one's leave (common/launch.cuh).
+  release_next_grid();
   // d[tt]: d0, d1 = (row g, tokens 8tt + 2t, +1), d2, d3 = (row g + 8, the same tokens).
 #pragma unroll
   for (int tt = 0; tt < TokenTiles; ++tt) {
