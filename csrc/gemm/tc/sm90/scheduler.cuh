@@ -164,7 +164,8 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 55.6-58.9 / 46.0-46.1 / 50.0 / 43.9; 128 x - / - / 45.8 / 43.8 (none: 448 tiles of 64 x 64);
 // 32 x (14336 -> 4096) 45.2-46.5 / 51.4-52.2 / 47.8 / 45.7; 64 x 46.9-52.5 / 47.5-48.2 / 51.1 /
 // 47.2; 128 x 93.1 / 54.4 / 60.3 / 53.5; 32 x (4096 -> 2048) - / - / 12.6 / 10.8 (none: 32
-// tiles).
+// tiles). (Before the skinny tiles' two sets of sums, kernels.cuh, which then took 32 / 64 / 128
+// x (4096 -> 4096) to 14.9 / 15.4 / 18.4 us.)
 inline int skinny_token_tile(int64_t rows, int64_t cols, int sms) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
   // 16 tokens and fewer take the few-row path (gemv/).
