@@ -103,22 +103,48 @@ __device__ __forceinline__ void wait_previous_grid_release_next() {
   release_next_grid();
 }
 
+// The config of a launch (cudaLaunchKernelEx) of `grid` blocks of `block` threads, in clusters of
+// `ctas` blocks (along x) where ctas > 1, and where `pdl` as a programmatic dependent launch (for
+// a kernel that calls wait_previous_grid before touching memory; the caller checks the device
+// takes one). Holds the attributes its config points to, so it is neither copied nor moved.
+struct KernelLaunch {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attrs[2] = {};
+
+  KernelLaunch(dim3 grid, int ctas, dim3 block, size_t smem_bytes, cudaStream_t stream,
+               bool pdl) {
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    unsigned n = 0;
+    if (ctas > 1) {
+      attrs[n].id = cudaLaunchAttributeClusterDimension;
+      attrs[n].val.clusterDim.x = unsigned(ctas);
+      attrs[n].val.clusterDim.y = 1;
+      attrs[n].val.clusterDim.z = 1;
+      ++n;
+    }
+    if (pdl) {
+      attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[n].val.programmaticStreamSerializationAllowed = 1;
+      ++n;
+    }
+    config.attrs = attrs;
+    config.numAttrs = n;
+  }
+  KernelLaunch(const KernelLaunch&) = delete;
+  KernelLaunch& operator=(const KernelLaunch&) = delete;
+};
+
 // kernel<<<grid, block, smem_bytes, stream>>>(args...), as a programmatic dependent launch where
 // `pdl` and the device takes one: for kernels that call wait_previous_grid first.
 template <typename... Params, typename... Args>
 void launch_dependent(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
                       size_t smem_bytes, cudaStream_t stream, Args&&... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attr;
-  config.numAttrs = pdl && programmatic_launch_supported() ? 1 : 0;
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+  const KernelLaunch launch(grid, 1, block, smem_bytes, stream,
+                            pdl && programmatic_launch_supported());
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, std::forward<Args>(args)...));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

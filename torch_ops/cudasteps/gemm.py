@@ -323,13 +323,18 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     128 x 256) and rows (192 x 128 tiles: bfloat16 and float16, 128 wide, no tail split),
     split-K factor (capped at the k-tiles and 16) and
     tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
-    that makes at least 2 ranges; ``ts0``: never); ``tc:ws_multicast:bn<128|256>:s<splits>`` the
-    same for the cluster kernel (no 128 x 64 or 192 x 128 tiles, no tail split), to compare the
-    two at the same tiles and split.
+    that makes at least 2 ranges; ``ts0``: never); ``tc:ws_persistent:bt<16|32|64>[:c2]`` its
+    skinny tiles for few-row linears (``a @ weight.t()``, bfloat16 and float16: 64 rows of the
+    weight by 16-64 tokens, stored transposed; ``c2`` in clusters of two sharing the weight tile);
+    ``tc:ws_multicast:bn<128|256>:s<splits>`` the same fields for the cluster kernel (no 128 x 64
+    or 192 x 128 tiles, no tail split), to compare the two at the same tiles and split. Either
+    takes ``pdl0`` (an ordinary launch instead of the programmatic dependent one, to time what
+    that buys).
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
     ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
     linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte
-    aligned; the steps of ``GEMV_BF16_ONLY_STEPS`` bfloat16 only.
+    aligned; the steps of ``GEMV_BF16_ONLY_STEPS`` bfloat16 only. ``gemv:mma:s<splits>:u<2|4>:pdl<0|1>``
+    forces the mma step's split, unroll and launch.
     """
     return _ops.ladder_mm(a, b, variant)
 

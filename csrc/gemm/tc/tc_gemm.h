@@ -49,7 +49,7 @@ struct TcTuning {
   int tail_split = -1;  // 0: never, 1: the last wave's tiles whatever the waves (tc:ws_persistent)
   int ctas = 0;  // 2: tc:fp8_ws in clusters of two CTAs (tc:fp8_multicast, the ladder's); else one
   int bt = 0;    // 16, 32, 64: tc:ws_persistent's skinny tiles (64 weight rows by bt tokens)
-  // The persistent kernels' programmatic dependent launch (sm90/launch.cuh's KernelLaunch): on
+  // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.
   bool pdl = true;
 };

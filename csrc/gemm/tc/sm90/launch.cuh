@@ -39,41 +39,6 @@ CUtensorMap output_tensor_map(void* out, int64_t M, int64_t N, int64_t ldo, TcTy
 
 enum class HopperKernel { kCpAsync, kTma, kWarpSpecialized, kMulticast, kPingPong };
 
-// A launch of `blocks` CTAs of `threads` threads, in clusters of `ctas` (along x) where ctas > 1,
-// and where `pdl` as a programmatic dependent launch: the kernel (one that calls
-// wait_previous_grid_release_next before touching memory) may start under the tail of the grid
-// before it on the stream. Holds the attributes its config points to, so it is neither copied
-// nor moved.
-struct KernelLaunch {
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attrs[2] = {};
-
-  KernelLaunch(int blocks, int ctas, int threads, size_t smem_bytes, cudaStream_t stream,
-               bool pdl) {
-    config.gridDim = dim3(unsigned(blocks));
-    config.blockDim = dim3(unsigned(threads));
-    config.dynamicSmemBytes = smem_bytes;
-    config.stream = stream;
-    unsigned n = 0;
-    if (ctas > 1) {
-      attrs[n].id = cudaLaunchAttributeClusterDimension;
-      attrs[n].val.clusterDim.x = unsigned(ctas);
-      attrs[n].val.clusterDim.y = 1;
-      attrs[n].val.clusterDim.z = 1;
-      ++n;
-    }
-    if (pdl) {
-      attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attrs[n].val.programmaticStreamSerializationAllowed = 1;
-      ++n;
-    }
-    config.attrs = attrs;
-    config.numAttrs = n;
-  }
-  KernelLaunch(const KernelLaunch&) = delete;
-  KernelLaunch& operator=(const KernelLaunch&) = delete;
-};
-
 // Clusters of `ctas` CTAs of `kernel` that can be resident at once (the persistent grid's size).
 template <typename Kernel>
 int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes) {
@@ -84,7 +49,8 @@ int max_active_clusters(Kernel kernel, int ctas, int threads, size_t smem_bytes)
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  const KernelLaunch query(ctas, ctas, threads, smem_bytes, nullptr, false);
+  const KernelLaunch query(dim3(unsigned(ctas)), ctas, dim3(unsigned(threads)), smem_bytes, nullptr,
+                           false);
   int clusters = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &query.config));
   TORCH_CHECK(clusters > 0, "cudasteps.mm: no cluster of ", ctas, " CTAs with ", smem_bytes,
@@ -214,7 +180,8 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
                        const Ep& ep, size_t smem_bytes, cudaStream_t stream, bool pdl,
                        int threads = 384) {
   tc::configure_smem_once(kernel, smem_bytes);
-  const KernelLaunch launch(std::min(units, sms), 1, threads, smem_bytes, stream, pdl);
+  const KernelLaunch launch(dim3(unsigned(std::min(units, sms))), 1, dim3(unsigned(threads)),
+                            smem_bytes, stream, pdl);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -242,7 +209,8 @@ void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
   tc::configure_smem_once(kernel, smem_bytes);
   const int clusters =
       std::min(pairs * p.splits, max_active_clusters(kernel, 2, threads, smem_bytes));
-  const KernelLaunch launch(2 * clusters, 2, threads, smem_bytes, stream, pdl);
+  const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(threads)), smem_bytes,
+                            stream, pdl);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
