@@ -31,7 +31,8 @@ gain or loss is in its GEMMs or around them.
 ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
 ``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
 figures: ms per step with its data loading, and ms of the training step alone (forward, backward
-with the gradient all-reduce, optimizer step). Runs when two CUDA devices are visible.
+with the gradient all-reduce, optimizer step; each such step started on both ranks at once, after
+a barrier). Runs when two CUDA devices are visible.
 """
 
 from __future__ import annotations
@@ -459,7 +460,8 @@ def run(bench):
         "ratio is what a user who swaps the modules gets. ddp_step is examples/train_ddp.py's "
         "own --step-time figures on two GPUs (NCCL): ms per step with the script's data loading "
         "(DataLoader over a CPU TensorDataset), and ms of the training step alone (forward, "
-        "backward with the gradient all-reduce, SGD step; CUDA events). TFLOP/s is per rank. "
+        "backward with the gradient all-reduce, SGD step; CUDA events; each timed step starts on both "
+        "ranks at once, after a device sync and a barrier). TFLOP/s is per rank. "
         "The ffn_step fp8 rows: torch.nn in bf16 autocast (the baseline), torchao's float8 "
         "training (convert_to_float8_training, tensorwise dynamic scaling) under torch.compile "
         "where torchao is installed, and cudasteps.nn.MLP(fp8=True) (cudasteps.linear_fp8: "

@@ -12,11 +12,15 @@ Rank 0 prints the loss per epoch and the final accuracy. At the end every rank c
 parameters with rank 0's, bitwise; the script exits non-zero if any differ.
 
 --step-time also prints two figures, over the epochs after the first (which pays for allocator
-warm-up and kernel loading): `step_ms <ms>`, the median of each epoch's wall time over its
-batches with the device synchronized at both ends, so data loading, DDP's gradient all-reduce and
-the optimizer step all count; and `train_ms <ms>`, the median time of one training step alone
-(forward, backward with the all-reduce, optimizer step; CUDA events on a GPU), without the data
-loading. benchmarks/bench_e2e.py reads them to compare torch.nn with cudasteps.nn under DDP.
+warm-up and kernel loading): `step_ms <ms>`, from epochs 1, 3, 5, ..., the median of each epoch's
+wall time over its batches with the device synchronized at both ends, so data loading, DDP's
+gradient all-reduce and the optimizer step all count; and `train_ms <ms>`, from epochs 2, 4, ...,
+the median time of one training step alone (forward, backward with the all-reduce, optimizer
+step; CUDA events on a GPU), without the data loading. Before each of those steps every rank
+waits for its device and then for the other ranks (a barrier), so a step starts on all ranks at
+once: otherwise a rank still loading its batch holds up the all-reduce of the others, and the
+figure times the ranks' drift instead of the step. benchmarks/bench_e2e.py reads both to compare
+torch.nn with cudasteps.nn under DDP.
 """
 
 import argparse
@@ -101,8 +105,8 @@ def main(argv=None) -> int:
         "--step-time", action="store_true", help="print step_ms and train_ms: median ms per training step"
     )
     args = parser.parse_args(argv)
-    if args.step_time and args.epochs < 2:
-        parser.error("--step-time needs --epochs >= 2 (the first epoch is warm-up)")
+    if args.step_time and args.epochs < 3:
+        parser.error("--step-time needs --epochs >= 3 (the first epoch is warm-up, then one of each)")
 
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -148,22 +152,28 @@ def main(argv=None) -> int:
         if use_cuda:
             torch.cuda.synchronize(device)
         start = time.perf_counter()
+        # --step-time: odd epochs time whole batches (step_ms), even ones single steps (train_ms).
+        time_steps = args.step_time and epoch > 0 and epoch % 2 == 0
         for xb, yb in loader:
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
-            timed = args.step_time and epoch > 0
-            start_mark = mark() if timed else None
+            if time_steps:
+                if use_cuda:
+                    torch.cuda.synchronize(device)
+                dist.barrier(device_ids=[local_rank] if use_cuda else None)
+            start_mark = mark() if time_steps else None
             with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
                 loss = F.cross_entropy(ddp(xb), yb)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
-            if timed:
+            if time_steps:
                 train_marks.append((start_mark, mark()))
             total += torch.stack([loss.detach(), torch.ones((), device=device)])
         if use_cuda:
             torch.cuda.synchronize(device)
-        epoch_step_ms.append((time.perf_counter() - start) * 1e3 / max(len(loader), 1))
+        if epoch % 2 == 1:
+            epoch_step_ms.append((time.perf_counter() - start) * 1e3 / max(len(loader), 1))
         dist.all_reduce(total)
         if rank == 0:
             print(f"epoch {epoch}: loss {(total[0] / total[1]).item():.4f}")
@@ -180,7 +190,7 @@ def main(argv=None) -> int:
         print(f"final accuracy {(correct[0] / correct[1]).item():.4f}")
         print("parameters identical across ranks" if identical else "PARAMETERS DIFFER ACROSS RANKS")
         if args.step_time:
-            print(f"step_ms {statistics.median(epoch_step_ms[1:]):.4f}")
+            print(f"step_ms {statistics.median(epoch_step_ms):.4f}")
             if use_cuda:
                 torch.cuda.synchronize(device)
                 train_ms = [s.elapsed_time(e) for s, e in train_marks]

@@ -267,7 +267,7 @@ def test_train_ddp_example_cpu():
         "--impl",
         impl,
         "--epochs",
-        "2",
+        "3",
         "--samples",
         "1024",
         "--dims",

@@ -769,7 +769,14 @@ def test_ws_skinny_tiles():
     below, at and above a tile (a pair's second tile past the tokens too), K no multiple of a
     k-tile, feature counts no multiple of 64; and refused by name where not built."""
     for dtype in (torch.bfloat16, torch.float16):
-        shapes = [(32, 4096, 4096), (17, 300, 1000), (64, 1000, 4104), (5, 130, 64), (100, 64, 520)]
+        shapes = [
+            (32, 4096, 4096),
+            (17, 300, 1000),
+            (64, 1000, 4104),
+            (5, 130, 64),
+            (100, 64, 520),
+            (128, 200, 1032),
+        ]
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=600 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=610 + i)
@@ -789,21 +796,23 @@ def test_ws_skinny_tiles():
         G.run_ladder("tc:ws_persistent:bt8", x, x.t())
 
 
-def skinny_token_tile(m, n, sms):
-    """sm90/scheduler.cuh's skinny_token_tile: the token tile of the skinny tiles a linear of m
-    tokens and n output features runs in (0: none)."""
+def skinny_tiles(m, n, sms):
+    """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>`` or ``bt64:c2``) of the
+    skinny tiles a linear of m tokens and n output features runs in ("": none)."""
     weight_tiles = -(-n // 64)
-    if m <= 16 or m > 128 or weight_tiles * 4 < sms:
-        return 0
-    if m <= 32:
-        return 32
-    return 64 if m <= 64 or -(-m // 64) * weight_tiles <= sms else 0
+    if m <= 16 or m > 128:
+        return ""
+    if m <= 64:
+        return "" if weight_tiles * 4 < sms else "bt32" if m <= 32 else "bt64"
+    if weight_tiles * 8 < sms or 2 * weight_tiles > sms:
+        return ""
+    return "bt64" if weight_tiles * 8 < 3 * sms else "bt64:c2"
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_few_rows_rules():
     """Linears of 17-128 tokens: in the layout x @ weight^T the skinny tiles where
-    sm90/scheduler.cuh's skinny_token_tile says (bitwise tc:ws_persistent:bt<32|64>'s output),
+    sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:c2]'s output),
     else, for at most 64 rows whose 128 x 128 tiles leave half the SMs idle, those tiles in
     split-K's k ranges (few_rows_split_k: bitwise tc:ws_persistent:bn128:ts0's output, the same
     tiles and ranges); x @ weight with the weight stored K x N takes the latter rule only. Every
@@ -812,18 +821,19 @@ def test_few_rows_rules():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192),
-                  (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256)]
+                  (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256),
+                  (100, 2000, 1000), (70, 1100, 264), (128, 520, 4104)]
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=400 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
             w_kn = w.t().contiguous()  # the same weight stored K x N: B is not K-major
             few_rows = m <= 64 and -(-n // 128) * 2 <= sms
-            for b, bt in ((w.t(), skinny_token_tile(m, n, sms)), (w_kn, 0)):
+            for b, fields in ((w.t(), skinny_tiles(m, n, sms)), (w_kn, "")):
                 poison_allocator(m * n, dtype)
                 out = cudasteps.mm(x, b)
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
-                if bt:
-                    assert torch.equal(out, G.run_ladder(f"tc:ws_persistent:bt{bt}", x, b)), (m, n, k)
+                if fields:
+                    assert torch.equal(out, G.run_ladder(f"tc:ws_persistent:{fields}", x, b)), (m, n, k)
                 elif few_rows:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)

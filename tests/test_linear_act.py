@@ -204,7 +204,8 @@ def test_leading_dims_empty_and_views(device):
 
 # (32, 512, 4096): a 32-row product whose tiles sm90/scheduler.cuh's few_rows_split_k splits along
 # K on a Hopper GPU, in linear and in every fused step alike; (48, 4104, 520): skinny tiles there
-# (skinny_token_tile), the fused stage stored element by element.
+# (skinny_tiles), the fused stage stored element by element; (100, 4104, 520): the same in clusters
+# of two CTAs.
 AUX_SHAPES = [
     (17, 33, 65),
     (300, 520, 72),
@@ -212,6 +213,7 @@ AUX_SHAPES = [
     (131, 264, 31),
     (32, 512, 4096),
     (48, 4104, 520),
+    (100, 4104, 520),
 ]
 
 
@@ -250,9 +252,9 @@ def test_fused_and_two_pass_agree():
     The ladder's fused steps split K their own way (other fp32 sums): within a few units of the
     dtype's rounding. Act none is linear's single rounding of product + bias in every mode.
     48 x 4104 x 520: a few-row product in skinny tiles, whose fused stage is stored element by
-    element (sm90/scheduler.cuh's skinny_token_tile)."""
+    element (sm90/scheduler.cuh's skinny_tiles); 100 x 4104 x 520 the same in clusters of two."""
     for dtype, act, (m, n, k) in itertools.product(
-        (torch.bfloat16, torch.float16), ACTS, [(257, 520, 1030), (48, 4104, 520)]
+        (torch.bfloat16, torch.float16), ACTS, [(257, 520, 1030), (48, 4104, 520), (100, 4104, 520)]
     ):
         x, w, b = operands(m, n, k, dtype, "cuda", seed=30)
         assert fused_runs(x, w, b)

@@ -19,6 +19,12 @@ def _fp8(t):
     return t.to(torch.float8_e4m3fn)
 
 
+# The FP8 tensor cores (Hopper) add a k-tile's products with fewer bits than float32 (about 2^-14.6
+# of the magnitude, torch._scaled_mm's too: tests/test_scaled_mm.py): scaled_mm's bound allows
+# 2^-13 of it; every other op here is within float32 rounding.
+TOLERANCE = {"scaled_mm": 2.0**-13}
+
+
 def _cases():
     x = make_tensor((67, 45), torch.float32, "cpu", seed=1)
     y = make_tensor((45, 33), torch.float32, "cpu", seed=2)
@@ -59,7 +65,7 @@ def test_op_runs_on_cuda1_from_cuda0_context(name, op, ref, args):
     out = op(moved)
     assert out.device == torch.device(DEV)
     want = ref(tuple(a.double() for a in args))
-    assert rel_err(out, want) < 1e-5, name
+    assert rel_err(out, want) < TOLERANCE.get(name, 1e-5), name
 
 
 def test_op_on_cuda1_side_stream():

@@ -243,8 +243,10 @@ def scaled_mm(
     float32, one element (per tensor) or [M, 1] (per row); ``scale_b``: one element or [1, N] (per
     column). ``bias``: [N] in ``out_dtype`` or float32. ``out_dtype``: bfloat16, float16 or
     float32. Products exact, sums in float32, one rounding to ``out_dtype``. Not differentiable
-    (as ``torch._scaled_mm``). The CUDA kernel is still the FP8 ladder's baseline: the operands as
-    float32, the TF32 tensor cores (which hold every FP8 value exactly), then the scales and bias.
+    (as ``torch._scaled_mm``). On a compute capability 9.0 GPU: the FP8 tensor cores (wgmma, TMA,
+    warp-specialized and persistent), each k-tile's sums promoted into float32 accumulators; other
+    GPUs: the operands widened to float32 on the TF32 tensor cores (which hold every FP8 value
+    exactly), then the scales and bias.
     """
     return _ops.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
 

@@ -76,7 +76,7 @@ using sm90::kSplitMax;
 using sm90::launch_layout;
 using sm90::launch_rs_typed;
 using sm90::persistent_bn;
-using sm90::skinny_token_tile;
+using sm90::skinny_tiles;
 
 void launch_rs(const TcProblem& p, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_rs_supports(p), "cudasteps.mm: tc:ws_tf32_rs cannot take this problem");
@@ -165,10 +165,10 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
   // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size; none for the 16-bit
-  // few-row outputs that launch_layout runs in skinny tiles (skinny_token_tile) or splits along K
+  // few-row outputs that launch_layout runs in skinny tiles (skinny_tiles) or splits along K
   // (few_rows_split_k).
   if (type != TcType::kTF32 &&
-      (skinny_token_tile(M, N, sm_count()) != 0 || few_rows_split_k(M, N, sm_count()))) {
+      (skinny_tiles(M, N, sm_count()).bt != 0 || few_rows_split_k(M, N, sm_count()))) {
     return false;
   }
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));

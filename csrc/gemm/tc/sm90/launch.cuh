@@ -413,10 +413,11 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 // 12-16 small stages, and stores each element at its transposed place in the output (cuBLAS's
 // form for these products: nvjet_sm90_tst_64x16_64x16 for 32 x 4096 x 4096). One work unit per
 // tile: no split-K, no tail split.
-// ctas 2 (bt<n>:c2): in clusters of two CTAs on the same weight rows and adjacent token tiles,
-// each loading half the weight tile and multicasting it to both (cuBLAS's 1 x 2 clusters there).
+// ctas 2 (bt<n>:c2, and skinny_tiles' choice for 65-128 tokens): in clusters of two CTAs on the
+// same weight rows and adjacent token tiles, each loading half the weight tile and multicasting it
+// to both (cuBLAS's 1 x 2 clusters there).
 template <TcType T, int BT>
-void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
+void launch_skinny(const TcProblem& pr, int ctas, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
   TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.M > 0 && pr.N > 0 && pr.K > 0,
               "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
@@ -431,7 +432,6 @@ void launch_skinny(const TcProblem& pr, cudaStream_t stream) {
   HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
   p.tma_store = false;  // the transposed store writes element by element
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
-  const int ctas = pr.tuning.ctas == 2 ? 2 : 1;
   const CUtensorMap map_a =
       operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / ctas);
   const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
@@ -462,9 +462,10 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   const TcTuning& t = p.tuning;
   if (t.bt != 0) {
     if constexpr (kHalfBuilt && AK && BKm) {
-      if (t.bt == 16) return launch_skinny<T, 16>(p, stream);
-      if (t.bt == 32) return launch_skinny<T, 32>(p, stream);
-      if (t.bt == 64) return launch_skinny<T, 64>(p, stream);
+      const int ctas = t.ctas == 2 ? 2 : 1;
+      if (t.bt == 16) return launch_skinny<T, 16>(p, ctas, stream);
+      if (t.bt == 32) return launch_skinny<T, 32>(p, ctas, stream);
+      if (t.bt == 64) return launch_skinny<T, 64>(p, ctas, stream);
     }
     TORCH_CHECK(false, "cudasteps.mm: the skinny tiles (bt<16|32|64>) are built for bfloat16 or "
                 "float16 x @ weight^T (both operands K-major) only");
@@ -475,9 +476,10 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   const bool default_kernel = which == HopperKernel::kWarpSpecialized ||
                               (which == HopperKernel::kPingPong && Epilogue<T>::from(p).fused());
   if constexpr (kHalfBuilt && AK && BKm) {
-    const int bt = chosen && default_kernel ? skinny_token_tile(p.M, p.N, sm_count()) : 0;
-    if (bt == 32) return launch_skinny<T, 32>(p, stream);
-    if (bt == 64) return launch_skinny<T, 64>(p, stream);
+    const SkinnyTiles skinny =
+        chosen && default_kernel ? skinny_tiles(p.M, p.N, sm_count()) : SkinnyTiles{};
+    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, stream);
+    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, stream);
   }
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {

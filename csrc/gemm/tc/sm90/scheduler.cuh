@@ -153,25 +153,46 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 
 // Linears of 17-128 tokens in the layout x @ weight^T (16-bit, both operands K-major) run the
 // skinny tiles (launch_skinny: the weight's rows times the tokens, 64 x bt per tile, no split),
-// cuBLAS's form for them; returns bt (32 or 64), or 0 where the rule leaves the product to
-// few_rows_split_k and persistent_bn: bt 32 up to 32 tokens, else 64 where the tokens fit one tile
-// or their tiles one wave (65-128 tokens against a wide weight keep the 128-row tiles), and none
-// where the weight has too few 64-row tiles to busy a quarter of the SMs. Measured on an H100
-// (bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128 tiles in split-K's
-// ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4 / 17.9-18.1 /
-// 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 / 14.8; 128 x
-// 27.7 / 17.0-18.9 / 27.0 / 15.5; 32 x (4096 -> 14336) 44.6-44.8 / 45.8-47.9 / 51.3 / 43.9; 64 x
-// 55.6-58.9 / 46.0-46.1 / 50.0 / 43.9; 128 x - / - / 45.8 / 43.8 (none: 448 tiles of 64 x 64);
-// 32 x (14336 -> 4096) 45.2-46.5 / 51.4-52.2 / 47.8 / 45.7; 64 x 46.9-52.5 / 47.5-48.2 / 51.1 /
-// 47.2; 128 x 93.1 / 54.4 / 60.3 / 53.5; 32 x (4096 -> 2048) - / - / 12.6 / 10.8 (none: 32
-// tiles). (Before the skinny tiles' two sets of sums, kernels.cuh, which then took 32 / 64 / 128
-// x (4096 -> 4096) to 14.9 / 15.4 / 18.4 us.)
-inline int skinny_token_tile(int64_t rows, int64_t cols, int sms) {
+// cuBLAS's form for them. skinny_tiles says which: bt 32 up to 32 tokens; bt 64 up to 64; for
+// 65-128 tokens bt 64 in clusters of two CTAs (ctas 2: the two token tiles of one weight tile, each
+// CTA loading half the weight tile and multicasting it to both) where the pairs fill 3/4 to all of
+// a wave, alone where they would leave more SMs idle; and none (bt 0: few_rows_split_k and
+// persistent_bn decide) where the weight has too few 64-row tiles to busy a quarter of the SMs
+// (an eighth for 65-128 tokens), or 65-128 tokens against a weight too wide for one wave of pairs.
+// Measured on an H100 (bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
+// tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
+// / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
+// 14.8; 32 x (4096 -> 14336) 44.6-44.8 / 45.8-47.9 / 51.3 / 43.9; 64 x 55.6-58.9 / 46.0-46.1 /
+// 50.0 / 43.9; 32 x (14336 -> 4096) 45.2-46.5 / 51.4-52.2 / 47.8 / 45.7; 64 x 46.9-52.5 /
+// 47.5-48.2 / 51.1 / 47.2; 32 x (4096 -> 2048) - / - / 12.6 / 10.8 (none: 32 tiles). (Before the
+// skinny tiles' two sets of sums, kernels.cuh, which then took 32 / 64 / 128 x (4096 -> 4096) to
+// 14.9 / 15.4 / 18.4 us.) 65-128 tokens (with the two sets; bt64 / bt64:c2 / 64 x 128 tiles, a
+// ladder-only trial not kept / cuBLAS): 128 x (4096 -> 4096) 18.4 / 17.1 / 18.5 / 15.5; 96 x 22.0
+// / 18.7 / 19.3 / 15.0; 128 x (14336 -> 4096) 54.1 / 49.4 / 54.0 / 53.0; 128 x (4096 -> 14336),
+// 448 tiles of 64 x 64 (none: 128 x 128 tiles) 46.8, bt64 61.6, bt64:c2 61.3, 64 x 128 50.8,
+// cuBLAS 46.1; 100 x (4096 -> 2048), 32 weight tiles: 13.5 / 15.9-16.0 (pairs on half the SMs),
+// 128 x 128 tiles split along K 20.6, cuBLAS 9.6-9.9; 128 x (4096 -> 2560), 40 tiles: 15.1 / 16.2
+// / - / 11.3; 128 x (4096 -> 1088), 17 tiles: 13.2 / 15.8 / - / 8.9. Pairs lose where the tokens
+// fit one tile (64 x (4096 -> 4096): bt64:c2 19.6, bt32:c2 16.2 against bt64's 15.6): the pair's
+// second CTA has no tokens.
+struct SkinnyTiles {
+  int bt = 0;    // tokens per tile (32 or 64); 0: no skinny tiles
+  int ctas = 1;  // 2: clusters of two CTAs sharing the weight tile
+};
+
+inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
   // 16 tokens and fewer take the few-row path (gemv/).
-  if (rows <= 16 || rows > 128 || weight_tiles * 4 < sms) return 0;
-  if (rows <= 32) return 32;
-  return rows <= 64 || ceil_div<int64_t>(rows, 64) * weight_tiles <= sms ? 64 : 0;
+  if (rows <= 16 || rows > 128) return {};
+  if (rows <= 64) {
+    if (weight_tiles * 4 < sms) return {};  // few_rows_split_k
+    return rows <= 32 ? SkinnyTiles{32, 1} : SkinnyTiles{64, 1};
+  }
+  // 65-128 tokens (two token tiles per weight tile): pairs where they busy at least 3/4 of the
+  // SMs; single CTAs where the weight has fewer tiles, down to an eighth of the SMs (below that,
+  // and above one wave, 128 x 128 tiles, split along K where few).
+  if (weight_tiles * 8 < sms || 2 * weight_tiles > sms) return {};
+  return weight_tiles * 8 < 3 * sms ? SkinnyTiles{64, 1} : SkinnyTiles{64, 2};
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
