@@ -29,8 +29,10 @@ from benchmarks import bench_e2e as E  # noqa: E402  (the benchmark's own models
 
 
 def print_timeline(impl: str, step, args: tuple) -> None:
-    """One profiled step's kernels (and memsets/copies) in launch order: start offset, duration and
-    the gap before each, then the step's span, busy time and idle time."""
+    """One profiled step's kernels (and memsets/copies) in launch order: start offset, duration, own
+    time (the duration less its overlap with the kernels before it: a programmatic dependent launch
+    starts a kernel under the tail of the one before, where it waits; E.own_durations) and the gap
+    before each, then the step's span, busy time and idle time."""
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step(*args)
         torch.cuda.synchronize()
@@ -46,12 +48,13 @@ def print_timeline(impl: str, step, args: tuple) -> None:
         print(f"\n== {impl}: no kernels recorded ==")
         return
     t0, end, busy = kernels[0]["ts"], kernels[0]["ts"], 0.0
-    print(f"\n== {impl}: one step, kernels in launch order (us: start, duration, gap before) ==")
-    for k in kernels:
+    own = E.own_durations([(k["ts"], k["dur"]) for k in kernels])
+    print(f"\n== {impl}: one step, kernels in launch order (us: start, duration, own, gap before) ==")
+    for k, own_us in zip(kernels, own):
         gap = max(0.0, k["ts"] - end)
-        print(f"{k['ts'] - t0:9.1f} {k['dur']:8.1f} {gap:7.1f}  {k['name'][:110]}")
+        print(f"{k['ts'] - t0:9.1f} {k['dur']:8.1f} {own_us:8.1f} {gap:7.1f}  {k['name'][:110]}")
         end = max(end, k["ts"] + k["dur"])
-        busy += k["dur"]
+        busy += own_us
     span = end - t0
     print(f"span {span / 1e3:.3f} ms, kernels {busy / 1e3:.3f} ms, idle {(span - busy) / 1e3:.3f} ms")
 

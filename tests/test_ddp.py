@@ -382,6 +382,20 @@ def test_e2e_kernel_kinds():
     assert [kernel_kind(n) for n in others] == ["other"] * len(others)
 
 
+def test_e2e_own_kernel_durations():
+    """The e2e breakdown counts each kernel's own time: a kernel started under the tail of the one
+    before (programmatic dependent launch) loses the overlap, which stays with the one before, so
+    the times add up to the busy span; gaps and nested intervals are kept apart."""
+    from benchmarks.bench_e2e import own_durations
+
+    # (start, duration) in us: a GEMM, the next one launched 86 us before the first ends, an idle
+    # gap, a kernel inside another's interval, then one starting as the other ends.
+    intervals = [(0.0, 338.0), (252.0, 429.0), (700.0, 50.0), (710.0, 10.0), (750.0, 5.0)]
+    assert own_durations(intervals) == [338.0, 343.0, 50.0, 0.0, 5.0]
+    assert sum(own_durations(intervals)) == 681.0 + 50.0 + 5.0  # busy: [0, 681], [700, 755]
+    assert own_durations([]) == []
+
+
 @pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if HAS_CUDA else []))
 def test_transformer_block_matches_torch_and_compiles_fullgraph(device):
     """The e2e family's GPT-style block (benchmarks/bench_e2e.py) with its four linears from
