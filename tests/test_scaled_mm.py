@@ -220,6 +220,25 @@ def test_fp8_ws_idle_sm_shapes(rowwise):
             assert torch.equal(cudasteps.scaled_mm(a, b, sa, sb), out), (m, n, k, a_type)
 
 
+@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws needs a compute capability 9.0 GPU")
+def test_fp8_ws_k_tile_counts_across_tiles():
+    """tc:fp8_ws on units of 1 to 5 k-tiles (each count's own path through the two alternating
+    sets of k-tile sums), several tiles per CTA (more tiles than SMs), tiles cut at the M and N
+    edges: within the bound of the float64 product, the same bits on every call, and
+    tc:fp8_multicast (the same consumer in clusters of two) agrees."""
+    G = cudasteps.gemm
+    for i, k in enumerate([100, 256, 300, 512, 520]):
+        m, n = 2100, 1500  # 17 x 12 tiles of 128 x 128 on up to 132 SMs
+        a = fp8((m, k), torch.float8_e4m3fn, "cuda", seed=160 + i)
+        b = fp8((n, k), torch.float8_e4m3fn, "cuda", seed=170 + i).t()
+        sa, sb = scales(m, n, "cuda", seed=180 + i, rowwise=False)
+        poison("cuda", m * n)
+        out = cudasteps.scaled_mm(a, b, sa, sb)
+        assert_close(out, a, b, sa, sb, None, torch.bfloat16, f"k-tiles {(m, n, k)}")
+        assert torch.equal(cudasteps.scaled_mm(a, b, sa, sb), out), (m, n, k)
+        assert torch.equal(G.run_scaled_mm_ladder("fp8_multicast", a, b, sa, sb), out), (m, n, k)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_ladder_errors(device):
     """A variant not in the ladder is refused by name (by the CUDA kernel and by the fake kernel),

@@ -70,6 +70,16 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 //   0.061 wide (estimates 0.75 against 0.85, 0.375 against 0.53). In the benchmark report after
 //   the rule (make bench of 186bf8b) 4096 x 1024 x 32768 ran 1.00x cuBLAS (0.96x before) and
 //   3072 x 1024 x 8192 the same as before within the noise (0.81x).
+//   What cuBLAS runs there (ncu, H100, bf16 g^T @ x): 512 x 512 x 32768 in 128 x 64 tiles in
+//   clusters of two CTAs, split along K in 4 (nvjet_sm90_tst_128x64_64x8_1x2 splitK, 128 CTAs,
+//   29.9 us, DRAM 70%) and a separate split-K reduce (5.1 us); ours 128 x 128 tiles, the last
+//   wave's 16 tiles cut in 8 parts (128 CTAs, 46.5 us, DRAM 45%, L2 75%). 1024 x 1024 x 8192:
+//   the same 128 x 64 tiles in pairs, unsplit (128 CTAs, 27.3 us); ours the same tiles, single
+//   CTAs (36.3 us). A CTA of ours there pulls 3 MB of operands out of L2 where a pair sharing its
+//   A tile pulls 2 MB each: the multicast pairs (tc:ws_multicast, built for 128 x 128 and
+//   128 x 256 tiles of the NN layout only) are what is missing. (cuBLAS's time for 512 x 512 x
+//   32768 differs between processes, 34 or 51 us: the committed report's 0.70x is the first, a
+//   rerun of the same build measured 1.04x against the second.)
 // 16-bit operands also have 128 x 64 tiles (`half_ok`), taken where the same estimate is shorter
 // with a 128 x 64 tile costing kHalfTileCost, and where those tiles' schedule cuts K into at most
 // two ranges: outputs that 128 x 128 tiles leave well short of a wave, as cuBLAS does (1024 x
