@@ -344,8 +344,9 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 // cuBLASLt runs these products in clusters of two CTAs (ncu: nvjet_sm90_qqtst_128x128_128x6_1x2
 // for 4096^3, our tile and ring depth, 168 registers, 384 threads; 144x128 tiles for 8192^3), and
 // its per-k-tile loop is leaner: one set of k-tile sums waited for in full (WARPGROUP.DEPBAR 0,
-// then the FADDs), about 104 instructions per warp and k-tile against tc:fp8_ws's 134, its
-// descriptors in uniform registers where ours go through 64-bit IMAD.X and R2UR.
+// then the FADDs), about 104 instructions per warp and k-tile against tc:fp8_ws's 134 (124 since
+// the 32-bit descriptor adds of wgmma_k_tile), its descriptors kept in uniform registers where
+// ours are computed in regular ones and moved (R2UR) for every wgmma.
 template <TcType TA, TcType TOut>
 void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   static_assert(tc_is_fp8(TA) && !tc_is_fp8(TOut), "FP8 operands, a 16- or 32-bit output");

@@ -78,16 +78,16 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
     if constexpr (T == TcType::kTF32 && BN == 128) wgmma_m64n128k8_tf32(d, sa, sb);
     if constexpr (tc_is_fp8(T)) {
       // A k-slice moves only the descriptors' low words (2 16-byte units per k32 slice, never
-      // carrying out of the 14-bit address field): 32-bit adds under the constant high words.
-      // The 64-bit adds of sa and sb took an add with carry and register moves per descriptor,
-      // a quarter of the FP8 loop's instructions besides its 64 FADDs per k-tile (cuBLAS's loop
-      // has about 40). Measured on an H100, both forms in one build (e4m3, bf16 out, interleaved
-      // with torch._scaled_mm, inputs rotated out of L2; two runs, ratio to torch, before ->
-      // after): 4096^3 0.92 / 0.92 -> 0.95 / 1.04, 8192 x 2048 x 8192 0.93 / 0.99 -> 0.97 /
-      // 1.05, 4096 x 11008 x 4096 0.91 / 0.91 -> 0.94 / 0.94, 4096 x 4096 x 11008 0.89 / 0.92 ->
-      // 0.95 / 0.96, 8192 x 8192 x 2048 0.92 / 0.91 -> 0.94 / 0.93, 8192^3 0.85 / 0.84 -> 0.85 /
-      // 0.85. Inside the FP8 FFN step no change showed: its six products 1.386 ms of own kernel
-      // time against 1.363 before.
+      // carrying out of the 14-bit address field): 32-bit adds under the constant high words. The
+      // 64-bit adds of sa and sb took an add with carry and register moves per descriptor: about 10
+      // of the FP8 loop's 134 instructions per warp and k-tile (64 of them the FADDs of the
+      // promotion; cuBLAS's loop has about 104). Measured on an H100, both forms in one build
+      // (e4m3, bf16 out, interleaved with torch._scaled_mm, inputs rotated out of L2; two runs,
+      // ratio to torch, before -> after): 4096^3 0.92 / 0.92 -> 0.95 / 1.04, 8192 x 2048 x 8192
+      // 0.93 / 0.99 -> 0.97 / 1.05, 4096 x 11008 x 4096 0.91 / 0.91 -> 0.94 / 0.94, 4096 x 4096 x
+      // 11008 0.89 / 0.92 -> 0.95 / 0.96, 8192 x 8192 x 2048 0.92 / 0.91 -> 0.94 / 0.93, 8192^3
+      // 0.85 / 0.84 -> 0.85 / 0.85. Inside the FP8 FFN step no change showed: its six products
+      // 1.386 ms of own kernel time against 1.363 before.
       const uint64_t hi_a = da & ~uint64_t(0xFFFFFFFF), hi_b = db & ~uint64_t(0xFFFFFFFF);
       const uint64_t fa = hi_a | (uint32_t(da) + uint32_t(s) * 2);
       const uint64_t fb = hi_b | (uint32_t(db) + uint32_t(s) * 2);
