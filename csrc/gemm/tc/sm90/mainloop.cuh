@@ -88,9 +88,10 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
       // 11008 0.89 / 0.92 -> 0.95 / 0.96, 8192 x 8192 x 2048 0.92 / 0.91 -> 0.94 / 0.93, 8192^3
       // 0.85 / 0.84 -> 0.85 / 0.85. Inside the FP8 FFN step no change showed: its six products
       // 1.386 ms of own kernel time against 1.363 before. The 16-bit types keep the 64-bit adds:
-      // the same change there measured no difference (bf16 NN, 128 x 256 tiles, both forms in
-      // one build, two runs: 8192 x 8192 x 2048, 8192 x 2048 x 8192, 4096^3, 8192^3 within 2%
-      // either way): a bf16 m64n256k16 wgmma runs twice as long as an FP8 m64n128k32 one.
+      // the same change there measured no difference (bf16 NN, 128 x 256 tiles, both forms in one
+      // build, two runs: 8192 x 8192 x 2048, 8192 x 2048 x 8192, 4096^3, 8192^3 within 2% either
+      // way but for one 4096^3 run, 9% in the 32-bit form's favour): a bf16 m64n256k16 wgmma runs
+      // twice as long as an FP8 m64n128k32 one.
       const uint64_t hi_a = da & ~uint64_t(0xFFFFFFFF), hi_b = db & ~uint64_t(0xFFFFFFFF);
       const uint64_t fa = hi_a | (uint32_t(da) + uint32_t(s) * 2);
       const uint64_t fb = hi_b | (uint32_t(db) + uint32_t(s) * 2);
