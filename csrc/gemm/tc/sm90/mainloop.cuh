@@ -92,9 +92,11 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
       // build, two runs: 8192 x 8192 x 2048, 8192 x 2048 x 8192, 4096^3, 8192^3 within 2% either
       // way but for one 4096^3 run, 9% in the 32-bit form's favour): a bf16 m64n256k16 wgmma runs
       // twice as long as an FP8 m64n128k32 one.
-      const uint64_t hi_a = da & ~uint64_t(0xFFFFFFFF), hi_b = db & ~uint64_t(0xFFFFFFFF);
-      const uint64_t fa = hi_a | (uint32_t(da) + uint32_t(s) * 2);
-      const uint64_t fb = hi_b | (uint32_t(db) + uint32_t(s) * 2);
+      auto advance_low = [](uint64_t desc, uint32_t units) {
+        return (desc & ~uint64_t(0xFFFFFFFF)) | (uint32_t(desc) + units);
+      };
+      const uint64_t fa = advance_low(da, s * desc_k_step<AK, Cfg::kMmaK>());
+      const uint64_t fb = advance_low(db, s * desc_k_step<BKm, Cfg::kMmaK>());
       const int scale_d = overwrite && s == 0 ? 0 : 1;
       if constexpr (T == TcType::kE4M3) wgmma_m64n128k32_e4m3_e4m3(d, fa, fb, scale_d);
       if constexpr (T == TcType::kE5M2) wgmma_m64n128k32_e5m2_e4m3(d, fa, fb, scale_d);
