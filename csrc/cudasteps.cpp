@@ -54,12 +54,19 @@ TORCH_LIBRARY(cudasteps, m) {
   // input @ weight.t() + bias with both operands cast to FP8 (e4m3, per-tensor scales from their
   // amax), the output in out_dtype (default: input's); _aux also returns what the backward reads
   // (the FP8 transposes of input and weight, and their dequantization scales 1 / scale).
+  // input_amax: input's amax where its producer took it (linear_act_fp8): input is read once.
   m.def(
-      "linear_fp8(Tensor input, Tensor weight, Tensor? bias=None, ScalarType? out_dtype=None) -> "
-      "Tensor");
+      "linear_fp8(Tensor input, Tensor weight, Tensor? bias=None, ScalarType? out_dtype=None, *, "
+      "Tensor? input_amax=None) -> Tensor");
   m.def(
-      "linear_fp8_aux(Tensor input, Tensor weight, Tensor? bias, ScalarType? out_dtype) -> "
-      "(Tensor, Tensor, Tensor, Tensor, Tensor)");
+      "linear_fp8_aux(Tensor input, Tensor weight, Tensor? bias, ScalarType? out_dtype, "
+      "Tensor? input_amax) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // act(linear_fp8(input, weight) + bias) and its amax (what the next linear_fp8 takes as
+  // input_amax), the amax taken in the bias-and-activation pass; the backward takes the output
+  // gradient's amax in the pass of the activation's derivative the same way.
+  m.def(
+      "linear_act_fp8(Tensor input, Tensor weight, Tensor? bias=None, str act=\"gelu\", "
+      "ScalarType? out_dtype=None, *, Tensor? input_amax=None) -> (Tensor, Tensor)");
 
   // ---- fp8 (csrc/fp8) ----
   // x cast to FP8 with a scale (saturating), its FP8 transpose (transpose=True), and max |x|.
@@ -67,9 +74,10 @@ TORCH_LIBRARY(cudasteps, m) {
       "cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose=False) -> "
       "(Tensor, Tensor?, Tensor)");
   // x cast with its own dynamic scale (fp8 max / amax(x)): out, out_t as cast_fp8's, the
-  // dequantization scale 1 / scale, and amax.
+  // dequantization scale 1 / scale, and amax; amax, where given (x's producer took it), is used
+  // instead of a pass over x.
   m.def(
-      "cast_fp8_dynamic(Tensor x, ScalarType dtype, bool transpose=False) -> "
+      "cast_fp8_dynamic(Tensor x, ScalarType dtype, bool transpose=False, Tensor? amax=None) -> "
       "(Tensor, Tensor?, Tensor, Tensor)");
   // One step of cast_fp8's ladder (tile32, vec16, vec16_prefetch), CUDA.
   m.def(
@@ -79,6 +87,12 @@ TORCH_LIBRARY(cudasteps, m) {
   // ---- elementwise (csrc/elementwise) ----
   m.def("bias_act(Tensor x, Tensor? bias, str act=\"none\") -> Tensor");
   m.def("bias_act_backward(Tensor grad, Tensor x, Tensor? bias, str act) -> (Tensor, Tensor?)");
+  // The same, each also returning the amax (max |.|, float32) of its first output, taken in the
+  // same pass: what an FP8 cast of that output needs for its dynamic scale (linear_act_fp8).
+  m.def("bias_act_amax(Tensor x, Tensor? bias, str act) -> (Tensor, Tensor)");
+  m.def(
+      "bias_act_backward_amax(Tensor grad, Tensor x, Tensor? bias, str act) -> "
+      "(Tensor, Tensor?, Tensor)");
   // add/mul follow torch.add/torch.mul (aten's add.Tensor / add.Scalar ...): broadcasting, type
   // promotion, 0-dim CPU tensors with tensors of any device.
   m.def("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");

@@ -1,4 +1,5 @@
-"""Tests for the elementwise family: bias_act (+ backward), add, mul, sum_leading, the ladder."""
+"""Tests for the elementwise family: bias_act (+ backward, and the _amax forms of both), add, mul,
+sum_leading, the ladder."""
 
 import cudasteps
 import pytest
@@ -182,6 +183,89 @@ def test_bias_grad_deterministic(device):
     gb1 = cudasteps.bias_act_backward(grad, x, bias, "gelu")[1]
     gb2 = cudasteps.bias_act_backward(grad, x, bias, "gelu")[1]
     assert torch.equal(gb1, gb2)
+
+
+# ---- bias_act_amax / bias_act_backward_amax: the same pass, also max |output| ----------------
+
+# Beside SHAPES: a one-shot forward grid of thousands of blocks (all but a few skip the atomic),
+# rows not a multiple of the row kernel's chunk, and columns that leave the 16-byte path.
+AMAX_SHAPES = SHAPES + [(4100, 520), (1000, 3, 7)]
+AMAX_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def amax_of(t):
+    return t.float().abs().max() if t.numel() else torch.zeros((), device=t.device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", AMAX_DTYPES)
+@pytest.mark.parametrize("act", ACTS)
+def test_bias_act_amax_ops(device, dtype, act):
+    """Outputs bit for bit those of bias_act and bias_act_backward, with or without a bias (a
+    float32 one for 16-bit x too); the amax exactly max |output| (0 for empty)."""
+    for i, shape in enumerate(AMAX_SHAPES):
+        x = make_tensor(shape, dtype, device, seed=40 + i, low=-4, high=4)
+        grad = make_tensor(shape, dtype, device, seed=60 + i)
+        cols = shape[-1]
+        for bias in (None, make_tensor((cols,), dtype, device, seed=80 + i),
+                     make_tensor((cols,), torch.float32, device, seed=90 + i)):
+            if bias is not None and bias.dtype != dtype and dtype == torch.float32:
+                continue
+            out, amax = cudasteps.bias_act_amax(x, bias, act)
+            assert torch.equal(out, cudasteps.bias_act(x, bias, act)), (shape, dtype, act)
+            assert amax.dtype == torch.float32 and amax.shape == ()
+            assert torch.equal(amax, amax_of(out)), (shape, dtype, act)
+            gx, gb, gamax = cudasteps.bias_act_backward_amax(grad, x, bias, act)
+            want_gx, want_gb = cudasteps.bias_act_backward(grad, x, bias, act)
+            assert torch.equal(gx, want_gx), (shape, dtype, act)
+            assert (gb is None) == (bias is None)
+            if bias is not None:
+                assert torch.equal(gb, want_gb), (shape, dtype, act)
+            assert torch.equal(gamax, amax_of(gx)), (shape, dtype, act)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bias_act_amax_nan_inf_and_views(device):
+    """A NaN output anywhere makes the amax NaN, an infinity inf (as cast_fp8's amax); a
+    misaligned and a transposed x give what their contiguous copies give."""
+    for fill in (float("nan"), float("inf")):
+        x = make_tensor((300, 64), torch.bfloat16, device, seed=3)
+        x[257, 13] = fill
+        _, amax = cudasteps.bias_act_amax(x, None, "none")
+        assert torch.allclose(amax.cpu(), torch.tensor(fill), equal_nan=True), fill
+        _, _, gamax = cudasteps.bias_act_backward_amax(x, x, None, "relu")
+        assert torch.allclose(gamax.cpu(), torch.tensor(fill), equal_nan=True), fill
+    bias = make_tensor((64,), torch.float32, device, seed=4)
+    for view in (misaligned((40, 64), torch.bfloat16, device), make_tensor((64, 40), torch.float32, device).t()):
+        got = cudasteps.bias_act_amax(view, bias.to(view.dtype), "gelu")
+        want = cudasteps.bias_act_amax(view.contiguous(), bias.to(view.dtype), "gelu")
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bias_act_amax_errors_and_opcheck(device):
+    x = make_tensor((6, 8), torch.float32, device)
+    bias = make_tensor((8,), torch.float32, device, seed=1)
+    for name, args in (("bias_act_amax", (x,)), ("bias_act_backward_amax", (x, x))):
+        op = getattr(torch.ops.cudasteps, name)
+        meta = lambda *a: [t.to("meta") if isinstance(t, torch.Tensor) else t for t in a]  # noqa: E731
+        cases = [
+            ((*args[:-1], args[-1].double(), bias.double(), "gelu"),
+             rf"cudasteps.{name}: x must be Float or Half or BFloat16, got Double"),
+            ((*args, bias[:5], "gelu"), rf"cudasteps.{name}: bias must have shape \[8\]"),
+            ((*args, bias, "tanh"), rf"cudasteps.{name}: act must be one of none, relu, gelu, gelu_tanh, silu"),
+        ]
+        if name == "bias_act_backward_amax":
+            cases[0] = ((x.double(), x.double(), bias.double(), "gelu"), cases[0][1])
+        for call_args, message in cases:
+            with pytest.raises(RuntimeError, match=message):
+                op(*call_args)
+            with pytest.raises(RuntimeError, match=message):
+                op(*meta(*call_args))
+        with pytest.raises(RuntimeError, match=rf"cudasteps.{name}: x or bias requires grad, but {name} is not"):
+            op(*args, bias.clone().requires_grad_(), "gelu")
+        torch.library.opcheck(op.default, (*args, bias, "silu"))
+        torch.library.opcheck(op.default, (*args, None, "gelu"))
 
 
 # ---- add / mul / sum_leading ---------------------------------------------------------------

@@ -316,3 +316,64 @@ def test_dynamic_opcheck_and_compile(device):
     compiled = torch.compile(f, fullgraph=True, backend=backend)
     got, want = compiled(x), f(x)
     assert torch.equal(got[0], want[0]) and same_bits(got[1], want[1]) and torch.equal(got[2], want[2])
+
+
+# ---- cast_fp8_dynamic with a given amax (x's producer took it: bias_act_amax) -----------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FP8, ids=["e4m3", "e5m2"])
+@pytest.mark.parametrize("src", SOURCES, ids=["fp32", "bf16", "fp16"])
+def test_dynamic_with_given_amax_is_the_one_pass_form(device, dtype, src):
+    """Given x's own amax, the one-pass form returns what the two-pass form does, bit for bit;
+    the amax output is a copy of the given one (not the same tensor)."""
+    for i, shape in enumerate(DYNAMIC_SHAPES):
+        x = values(shape, src, device, seed=300 + i)
+        for transpose in (False, True):
+            want = cudasteps.cast_fp8_dynamic(x, dtype, transpose)
+            given = want[3].clone()
+            got = cudasteps.cast_fp8_dynamic(x, dtype, transpose, amax=given)
+            assert same_bits(got[0], want[0]), (shape, src, dtype)
+            assert (got[1] is None) == (not transpose)
+            if transpose:
+                assert same_bits(got[1], want[1]), (shape, src, dtype)
+            assert torch.equal(got[2], want[2]) and torch.equal(got[3], want[3]), (shape, src, dtype)
+            assert got[3].data_ptr() != given.data_ptr()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_given_amax_is_trusted(device):
+    """The scale comes from the given amax, not from x: a smaller amax saturates what lies above
+    it, as cast_fp8 with that scale; a zero or NaN amax gives scale 1, as the recipe says."""
+    e4m3 = torch.float8_e4m3fn
+    x = values((64, 48), torch.float32, device, seed=15)
+    true_amax = x.abs().max()
+    for given in (true_amax / 4, torch.zeros((), device=device), torch.full((), float("nan"), device=device)):
+        given = given.reshape(1).float()  # any one-element shape
+        out, out_t, scale_inv, amax = cudasteps.cast_fp8_dynamic(x, e4m3, True, amax=given)
+        scale = torch.where(given > 0, torch.full_like(given, 448.0).div(given), torch.ones_like(given))
+        want, _, _ = cudasteps.cast_fp8(x, scale, e4m3, True)
+        assert same_bits(out, want) and same_bits(out_t, want.t())
+        assert torch.equal(scale_inv, scale.reciprocal().reshape(()))
+        assert torch.allclose(amax, given.reshape(()), equal_nan=True) and amax.shape == ()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_given_amax_errors_and_opcheck(device):
+    x = torch.randn(4, 6, device=device)
+    op = "cudasteps.cast_fp8_dynamic"
+    e4m3 = torch.float8_e4m3fn
+    amax = x.abs().max()
+    cases = [
+        (amax.double(), rf"{op}: amax must be float32, got Double"),
+        (torch.ones(2, device=device), rf"{op}: amax must have one element \(x's amax\), got shape \[2\]"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8_dynamic(x, e4m3, True, bad)
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.cast_fp8_dynamic(x.to("meta"), e4m3, True, bad.to("meta"))
+    if device == "cuda":
+        with pytest.raises(RuntimeError, match=rf"{op}: amax must be on x's device"):
+            torch.ops.cudasteps.cast_fp8_dynamic(x, e4m3, True, amax.cpu())
+    torch.library.opcheck(torch.ops.cudasteps.cast_fp8_dynamic.default, (x.bfloat16(), e4m3, True, amax))

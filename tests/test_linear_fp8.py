@@ -262,3 +262,127 @@ def test_mlp_fp8(device):
     (w1, b1), (w2, b2) = mlp.linear_params()
     hidden = cudasteps.bias_act(cudasteps.linear_fp8(x, w1), b1, "silu")
     assert torch.equal(mlp(x), cudasteps.linear_fp8(hidden, w2, b2))
+
+
+# ---- linear_act_fp8 and the amax handed from layer to layer -----------------------------------
+
+
+def _unfused_linear_act(x, w, b, act):
+    """What linear_act_fp8 fuses: linear_fp8 without bias, then bias_act (autograd through both)."""
+    return cudasteps.bias_act(cudasteps.linear_fp8(x, w), b, act)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act", ["gelu", "relu", "silu", "none"])
+def test_linear_act_fp8_is_the_unfused_chain_bitwise(device, dtype, act):
+    """Output, amax and all three gradients bit for bit those of linear_fp8 + bias_act: the amax is
+    max |output| exactly, and the backward's e5m2 cast from the amax its pass took equals the
+    two-pass cast. With and without a bias, odd shapes, sizes 1."""
+    for i, (m, n, k) in enumerate(SHAPES):
+        for with_bias in (True, False):
+            x = make_tensor((m, k), dtype, device, seed=i + 40, low=-3, high=3)
+            w = make_tensor((n, k), torch.float32, device, seed=i + 50)
+            b = make_tensor((n,), torch.float32, device, seed=i + 60) if with_bias else None
+            g = make_tensor((m, n), dtype, device, seed=i + 70)
+            leaves = [t.clone().requires_grad_() for t in (x, w) + ((b,) if with_bias else ())]
+            out, amax = cudasteps.linear_act_fp8(*leaves[:2], leaves[2] if with_bias else None, act)
+            ref_leaves = [t.clone().requires_grad_() for t in (x, w) + ((b,) if with_bias else ())]
+            ref = _unfused_linear_act(*ref_leaves[:2], ref_leaves[2] if with_bias else None, act)
+            assert out.dtype == dtype and torch.equal(out, ref), ("out", (m, n, k), act)
+            assert amax.dtype == torch.float32 and amax.shape == () and not amax.requires_grad
+            assert torch.equal(amax, ref.detach().float().abs().max()), ("amax", (m, n, k), act)
+            out.backward(g)
+            ref.backward(g)
+            for got, want, name in zip(leaves, ref_leaves, ("input", "weight", "bias")):
+                assert got.grad.dtype == want.grad.dtype, name
+                assert torch.equal(got.grad, want.grad), (name, (m, n, k), act, with_bias)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_input_amax_is_the_one_pass_cast(device):
+    """linear_fp8 given its input's amax: the same output and gradients as without it (the amax is
+    exact); a different amax changes the scale (it is used, not re-measured)."""
+    x = make_tensor((33, 40), torch.bfloat16, device, seed=1)
+    w = make_tensor((24, 40), torch.float32, device, seed=2)
+    b = make_tensor((24,), torch.float32, device, seed=3)
+    amax = x.float().abs().max()
+    xg, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = cudasteps.linear_fp8(xg, w, b, input_amax=amax)
+    ref = cudasteps.linear_fp8(xr, w, b)
+    assert torch.equal(out, ref)
+    g = make_tensor((33, 24), torch.bfloat16, device, seed=4)
+    out.backward(g)
+    ref.backward(g)
+    assert torch.equal(xg.grad, xr.grad)
+    assert not torch.equal(cudasteps.linear_fp8(x, w, b, input_amax=amax * 3), ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mlp_fp8_threads_the_amax(device):
+    """MLP(fp8=True) with two hidden layers under bf16 autocast: the output and every gradient bit
+    for bit those of the unfused chain (each layer re-measuring its input's amax)."""
+    mlp = cudasteps.nn.MLP([20, 40, 36, 8], "gelu", fp8=True).to(device)
+    x = make_tensor((6, 20), torch.float32, device, seed=9).requires_grad_()
+    xr = x.detach().clone().requires_grad_()
+    params = mlp.linear_params()
+    refs = [(w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()) for w, b in params]
+    with torch.autocast(device, dtype=torch.bfloat16):
+        out = mlp(x)
+        h = xr
+        for w, b in refs[:-1]:
+            h = _unfused_linear_act(h, w, b, "gelu")
+        ref = cudasteps.linear_fp8(h, *refs[-1])
+    assert out.dtype == torch.bfloat16 and torch.equal(out, ref)
+    g = make_tensor(out.shape, torch.bfloat16, device, seed=10)
+    out.backward(g)
+    ref.backward(g)
+    assert torch.equal(x.grad, xr.grad)
+    for (w, b), (wr, br) in zip(params, refs):
+        assert torch.equal(w.grad, wr.grad) and torch.equal(b.grad, br.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_act_fp8_errors_opcheck_and_compile(device):
+    x = make_tensor((4, 6), torch.float32, device, seed=1)
+    w = make_tensor((5, 6), torch.float32, device, seed=2)
+    b = make_tensor((5,), torch.float32, device, seed=3)
+    amax = x.abs().max()
+    op = "cudasteps.linear_act_fp8"
+    cases = [
+        ((x.double(), w, b), {}, rf"{op}: input must be Float or BFloat16 or Half, got Double"),
+        ((x, w, b[:4]), {}, rf"{op}: bias must have shape \[5\], got shape \[4\]"),
+        ((x, w, b, "tanh"), {}, rf"{op}: act must be one of none, relu, gelu, gelu_tanh, silu, got 'tanh'"),
+        ((x, w, b), {"input_amax": amax.double()}, rf"{op}: input_amax must be float32, got Double"),
+        ((x, w, b), {"input_amax": x[0]}, rf"{op}: input_amax must have one element \(input's amax\)"),
+    ]
+    for args, kwargs, message in cases:
+        for grad in (False, True):  # the kernel's checks and the Autograd kernel's
+            call_args = (args[0], args[1].clone().requires_grad_(grad), *args[2:])
+            with pytest.raises(RuntimeError, match=message):
+                torch.ops.cudasteps.linear_act_fp8(*call_args, **kwargs)
+        meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+        meta_kwargs = {key: v.to("meta") for key, v in kwargs.items()}
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.cudasteps.linear_act_fp8(*meta, **meta_kwargs)
+    message = r"cudasteps.linear_fp8: input_amax must be float32, got Double"
+    with pytest.raises(RuntimeError, match=message):
+        torch.ops.cudasteps.linear_fp8(x, w, b, input_amax=amax.double())
+    xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
+    torch.library.opcheck(torch.ops.cudasteps.linear_act_fp8.default, (xg, wg, bg, "gelu"))
+    torch.library.opcheck(torch.ops.cudasteps.linear_act_fp8.default, (xg, wg, None, "silu", torch.bfloat16))
+    torch.library.opcheck(torch.ops.cudasteps.linear_act_fp8.default, (xg, wg, bg), {"input_amax": amax})
+    torch.library.opcheck(torch.ops.cudasteps.linear_fp8.default, (xg, wg, bg), {"input_amax": amax})
+
+    mlp = cudasteps.nn.MLP([6, 12, 5], "gelu", fp8=True).to(device)
+
+    def f(x):
+        return mlp(x).float().square().sum()
+
+    backend = "inductor" if device == "cuda" else "aot_eager"
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
+    assert torch.equal(compiled(x), f(x))
+    xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled(xc).backward()
+    f(xe).backward()
+    assert torch.equal(xc.grad, xe.grad)

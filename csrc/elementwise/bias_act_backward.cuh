@@ -17,13 +17,15 @@ template <typename T>
 void launch_bias_act_backward(Act act, const T* grad, const T* x, const void* bias,
                               bool bias_is_float, T* grad_x, void* grad_bias,
                               bool grad_bias_is_float, int64_t rows, int64_t cols, int64_t numel,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, unsigned* amax_bits) {
   dispatch_act(act, [&](auto a) {
     const BiasActGradOpFor<decltype(a)::value, T> op{};
-    if (bias != nullptr) {
+    if (bias != nullptr || amax_bits != nullptr) {
+      // (Without a bias: zeros for it, and no column sums finalized; the flat kernel emits no
+      // amax.)
       launch_rowgrad<T, true, true>(grad, x, bias, bias_is_float, grad_x, grad_bias,
                                     grad_bias_is_float, 1.0, rows, cols, op, stream,
-                                    "bias_act_backward");
+                                    "bias_act_backward", amax_bits);
     } else {
       // No bias, no column sum: a plain same-shape elementwise pass, d = g * act'(x).
       const XGradOp<BiasActGradOpFor<decltype(a)::value, T>> flat_op{op};
@@ -48,7 +50,8 @@ void launch_sum_leading(const T* self, const T* other, void* sum_out, bool sum_o
 // Explicit instantiations of both launchers for the dtype T (the inst_backward_*.cu units).
 #define CUDASTEPS_INSTANTIATE_BIAS_ACT_BACKWARD(T)                                                 \
   template void launch_bias_act_backward<T>(Act, const T*, const T*, const void*, bool, T*, void*, \
-                                            bool, int64_t, int64_t, int64_t, cudaStream_t);        \
+                                            bool, int64_t, int64_t, int64_t, cudaStream_t,         \
+                                            unsigned*);                                            \
   template void launch_sum_leading<T>(const T*, const T*, void*, bool, double, int64_t, int64_t,   \
                                       cudaStream_t);
 

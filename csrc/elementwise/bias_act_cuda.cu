@@ -34,11 +34,13 @@ __global__ void fused_scalar_kernel(const T* __restrict__ x, const void* __restr
 
 template <typename T>
 void launch_bias_act(Act act, const T* x, const void* bias, bool bias_is_float, T* out,
-                     int64_t rows, int64_t cols, int64_t numel, cudaStream_t stream) {
+                     int64_t rows, int64_t cols, int64_t numel, cudaStream_t stream,
+                     unsigned* amax_bits) {
   dispatch_act(act, [&](auto a) {
     const BiasActOpFor<decltype(a)::value, T> op{};
-    if (bias != nullptr) {
-      launch_rowvec<T>(x, bias, bias_is_float, out, rows, cols, op, stream, "bias_act");
+    if (bias != nullptr || amax_bits != nullptr) {
+      // (Without a bias the row kernel reads zeros for it: the flat kernel emits no amax.)
+      launch_rowvec<T>(x, bias, bias_is_float, out, rows, cols, op, stream, "bias_act", amax_bits);
     } else {
       launch_flat<T, false>(x, nullptr, out, numel, op, stream);
     }
@@ -69,7 +71,7 @@ void launch_ladder_fused_scalar(Act act, const T* x, const void* bias, bool bias
 
 #define CUDASTEPS_INSTANTIATE_BIAS_ACT(T)                                                          \
   template void launch_bias_act<T>(Act, const T*, const void*, bool, T*, int64_t, int64_t, int64_t, \
-                                   cudaStream_t);                                                  \
+                                   cudaStream_t, unsigned*);                                       \
   template void launch_ladder_bias_add<T>(const T*, const void*, bool, T*, int64_t, int64_t,       \
                                           cudaStream_t);                                           \
   template void launch_ladder_fused_scalar<T>(Act, const T*, const void*, bool, T*, int64_t,       \

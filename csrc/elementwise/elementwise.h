@@ -55,14 +55,19 @@ inline Act check_bias_act_args(const at::Tensor& x, const c10::optional<at::Tens
 }
 
 inline Act check_bias_act_backward_args(const at::Tensor& grad, const at::Tensor& x,
-                                        const c10::optional<at::Tensor>& bias, c10::string_view act) {
-  constexpr const char* op = "bias_act_backward";
+                                        const c10::optional<at::Tensor>& bias, c10::string_view act,
+                                        const char* op = "bias_act_backward") {
   check_float_input(x, op, "x");
   check_same_device(grad, x, op, "grad", "x");
   check_same_dtype(grad, x, op, "grad", "x");
   check_same_shape(grad, x, op, "grad", "x");
   if (bias.has_value()) check_feature_vector(*bias, x, op, "bias", "x");
   return parse_act(act, op);
+}
+
+// bias_act_amax and bias_act_backward_amax feed an FP8 cast: x of a type it reads (not double).
+inline void check_amax_input(const at::Tensor& x, const char* op) {
+  check_dtype(x, op, "x", {at::kFloat, at::kHalf, at::kBFloat16});
 }
 
 // sum_leading(self, other?): other, when given, has self's shape and dtype; self is at least 1-D.

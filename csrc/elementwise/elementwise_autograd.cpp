@@ -7,6 +7,10 @@
 // to its device (a 0-dim CPU operand of a CUDA op). A per-feature operand takes the fused column
 // sum sum_leading; any other broadcast takes cudasteps::sum. Both are deterministic.
 //
+// bias_act_amax and bias_act_backward_amax are not differentiable: they run inside the autograd
+// function of linear_act_fp8 (gemm_autograd.cpp), below the Autograd key, and refuse an input that
+// requires grad with a message saying so (rather than returning an output with no gradient).
+//
 // bias_act saves only x and bias (not x + bias nor act(x + bias)): the backward recomputes
 // act'(x + bias) in its one fused pass, which reads grad and x and writes grad_x while summing the
 // bias gradient. That is the least memory traffic for a memory-bound activation.
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "common/autograd.h"
+#include "common/error.h"
 #include "common/symbolic.h"
 
 namespace cudasteps {
@@ -318,10 +323,41 @@ at::Tensor mul_scalar_autograd(const at::Tensor& self, const at::Scalar& other) 
   return MulScalarFunction::apply(self, other);
 }
 
+// The _amax forms: refuse inputs that require grad, else call the kernel below autograd.
+void refuse_grad(const at::Tensor& x, const OptTensor& bias, const char* op) {
+  CUDASTEPS_CHECK(!needs_grad(x) && !needs_grad_opt(bias), op,
+                  "x or bias requires grad, but ", op,
+                  " is not differentiable: call it inside the autograd function that uses its "
+                  "amax (as linear_act_fp8 does), or call bias_act");
+}
+
+std::tuple<at::Tensor, at::Tensor> bias_act_amax_autograd(const at::Tensor& x, const OptTensor& bias,
+                                                          c10::string_view act) {
+  refuse_grad(x, bias, "bias_act_amax");
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const OptTensor&, c10::string_view)>("bias_act_amax");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(x, bias, act);
+}
+
+std::tuple<at::Tensor, OptTensor, at::Tensor> bias_act_backward_amax_autograd(
+    const at::Tensor& grad, const at::Tensor& x, const OptTensor& bias, c10::string_view act) {
+  refuse_grad(x, bias, "bias_act_backward_amax");
+  CUDASTEPS_CHECK(!needs_grad(grad), "bias_act_backward_amax",
+                  "grad requires grad, but bias_act_backward_amax is not differentiable");
+  static const auto op = typed_op<std::tuple<at::Tensor, OptTensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const OptTensor&, c10::string_view)>(
+      "bias_act_backward_amax");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(grad, x, bias, act);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("bias_act", &bias_act_autograd);
+  m.impl("bias_act_amax", &bias_act_amax_autograd);
+  m.impl("bias_act_backward_amax", &bias_act_backward_amax_autograd);
   m.impl("add", &add_autograd);
   m.impl("add.Scalar", &add_scalar_autograd);
   m.impl("mul", &mul_autograd);

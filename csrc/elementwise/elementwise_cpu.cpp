@@ -1,4 +1,5 @@
-// CPU elementwise kernels: bias_act (+ backward), add, mul, sum_leading.
+// CPU elementwise kernels: bias_act (+ backward, and the _amax forms of both), add, mul,
+// sum_leading.
 //
 // bias_act and sum_leading make their inputs contiguous and view them as (rows, cols) with cols the
 // last dimension; per-feature vectors (bias) index by column. add/mul follow the plan of binary.h:
@@ -15,6 +16,7 @@
 #include "common/strided_tensors.h"
 #include "elementwise/binary.h"
 #include "elementwise/elementwise.h"
+#include "fp8/fp8.h"  // abs_max: the amax the _amax ops return
 
 namespace cudasteps {
 namespace elementwise {
@@ -107,9 +109,9 @@ void grad_cpu(const T* g, const T* a, const void* v, bool v_is_float, T* out, Su
 #define CUDASTEPS_FLOAT_TYPES(TYPE, NAME, ...) \
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
 
-at::Tensor bias_act_cpu(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
-                        c10::string_view act_name) {
-  const Act act = check_bias_act_args(x_in, bias_in, act_name, "bias_act");
+at::Tensor bias_act_cpu_op(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
+                           c10::string_view act_name, const char* op_name) {
+  const Act act = check_bias_act_args(x_in, bias_in, act_name, op_name);
   at::Tensor out = at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
   if (x_in.numel() == 0) return out;
   const at::Tensor x = x_in.contiguous();
@@ -126,10 +128,15 @@ at::Tensor bias_act_cpu(const at::Tensor& x_in, const c10::optional<at::Tensor>&
   return out;
 }
 
-std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
+at::Tensor bias_act_cpu(const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+                        c10::string_view act) {
+  return bias_act_cpu_op(x, bias, act, "bias_act");
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu_op(
     const at::Tensor& grad_in, const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
-    c10::string_view act_name) {
-  const Act act = check_bias_act_backward_args(grad_in, x_in, bias_in, act_name);
+    c10::string_view act_name, const char* op_name) {
+  const Act act = check_bias_act_backward_args(grad_in, x_in, bias_in, act_name, op_name);
   at::Tensor grad_x =
       at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
   c10::optional<at::Tensor> grad_bias;
@@ -160,6 +167,34 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
     });
   });
   return {grad_x, grad_bias};
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cpu(
+    const at::Tensor& grad, const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+    c10::string_view act) {
+  return bias_act_backward_cpu_op(grad, x, bias, act, "bias_act_backward");
+}
+
+// The _amax forms: the op, then the amax of its first output (the reference the CUDA kernels,
+// which take it in the same pass, match bit for bit: the max of the values written is exact).
+std::tuple<at::Tensor, at::Tensor> bias_act_amax_cpu(const at::Tensor& x,
+                                                     const c10::optional<at::Tensor>& bias,
+                                                     c10::string_view act) {
+  constexpr const char* op = "bias_act_amax";
+  check_amax_input(x, op);
+  at::Tensor out = bias_act_cpu_op(x, bias, act, op);
+  at::Tensor amax = fp8::abs_max(out);
+  return {out, amax};
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor> bias_act_backward_amax_cpu(
+    const at::Tensor& grad, const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+    c10::string_view act) {
+  constexpr const char* op = "bias_act_backward_amax";
+  check_amax_input(x, op);
+  auto [grad_x, grad_bias] = bias_act_backward_cpu_op(grad, x, bias, act, op);
+  at::Tensor amax = fp8::abs_max(grad_x);
+  return {grad_x, grad_bias, amax};
 }
 
 // out[i] = op(x[i], unused) over numel elements (a dense operand and a host value).
@@ -324,6 +359,8 @@ at::Tensor sum_leading_cpu(const at::Tensor& self_in, const c10::optional<at::Te
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("bias_act", &elementwise::bias_act_cpu);
   m.impl("bias_act_backward", &elementwise::bias_act_backward_cpu);
+  m.impl("bias_act_amax", &elementwise::bias_act_amax_cpu);
+  m.impl("bias_act_backward_amax", &elementwise::bias_act_backward_amax_cpu);
   m.impl("add", &elementwise::add_cpu);
   m.impl("add.Scalar", &elementwise::add_scalar_cpu);
   m.impl("mul", &elementwise::mul_cpu);

@@ -1,4 +1,5 @@
-// CUDA bias_act, ladder_bias_act, bias_act_backward and sum_leading: the host side. Checks the
+// CUDA bias_act, ladder_bias_act, bias_act_backward (and the _amax forms of both) and sum_leading:
+// the host side. Checks the
 // arguments (elementwise.h, the same checks and messages as the CPU ops), allocates the outputs,
 // makes the inputs contiguous, dispatches on the dtype and calls the launchers of launch.h
 // (bias_act_cuda.cu, inst_backward_*.cu) on the current stream under a device guard.
@@ -54,9 +55,22 @@ BiasOperand bias_operand(const c10::optional<at::Tensor>& bias_in) {
 
 // ---- ops -----------------------------------------------------------------------------------
 
-at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
-                         c10::string_view act_name) {
-  const Act act = check_bias_act_args(x_in, bias_in, act_name, "bias_act");
+// A float32 amax output, +0 (the kernels raise it): a memset, not a fill kernel.
+at::Tensor zero_amax(const at::Tensor& like, cudaStream_t stream) {
+  at::Tensor amax = at::empty({}, like.options().dtype(at::kFloat));
+  C10_CUDA_CHECK(cudaMemsetAsync(amax.data_ptr(), 0, sizeof(float), stream));
+  return amax;
+}
+
+unsigned* amax_word(const c10::optional<at::Tensor>& amax) {
+  return amax.has_value() ? static_cast<unsigned*>(amax->data_ptr()) : nullptr;
+}
+
+// bias_act, and with `amax` (a zeroed float32, bias_act_amax) also max |out| into it.
+at::Tensor bias_act_cuda_op(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
+                            c10::string_view act_name, const char* op_name,
+                            const c10::optional<at::Tensor>& amax) {
+  const Act act = check_bias_act_args(x_in, bias_in, act_name, op_name);
   at::Tensor out = at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
   if (x_in.numel() == 0) return out;
   const c10::cuda::CUDAGuard guard(x_in.device());
@@ -66,9 +80,25 @@ at::Tensor bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>
   CUDASTEPS_FLOAT_TYPES(x.scalar_type(), "bias_act_cuda", [&] {
     launch_bias_act<scalar_t>(act, x.const_data_ptr<scalar_t>(), bias.ptr, bias.is_float,
                               out.data_ptr<scalar_t>(), num_rows(x), num_cols(x), x.numel(),
-                              stream);
+                              stream, amax_word(amax));
   });
   return out;
+}
+
+at::Tensor bias_act_cuda(const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+                         c10::string_view act) {
+  return bias_act_cuda_op(x, bias, act, "bias_act", c10::nullopt);
+}
+
+std::tuple<at::Tensor, at::Tensor> bias_act_amax_cuda(const at::Tensor& x,
+                                                      const c10::optional<at::Tensor>& bias,
+                                                      c10::string_view act) {
+  constexpr const char* op = "bias_act_amax";
+  check_amax_input(x, op);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor amax = zero_amax(x, at::cuda::getCurrentCUDAStream());
+  at::Tensor out = bias_act_cuda_op(x, bias, act, op, amax);
+  return {out, amax};
 }
 
 at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
@@ -108,10 +138,12 @@ at::Tensor ladder_bias_act_cuda(const at::Tensor& x_in, const c10::optional<at::
   return out;
 }
 
-std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
+// bias_act_backward, and with `amax` (a zeroed float32, bias_act_backward_amax) also
+// max |grad_x| into it.
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda_op(
     const at::Tensor& grad_in, const at::Tensor& x_in, const c10::optional<at::Tensor>& bias_in,
-    c10::string_view act_name) {
-  const Act act = check_bias_act_backward_args(grad_in, x_in, bias_in, act_name);
+    c10::string_view act_name, const char* op_name, const c10::optional<at::Tensor>& amax) {
+  const Act act = check_bias_act_backward_args(grad_in, x_in, bias_in, act_name, op_name);
   at::Tensor grad_x =
       at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::Contiguous));
   c10::optional<at::Tensor> grad_bias;
@@ -137,9 +169,26 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
                                        x.const_data_ptr<scalar_t>(), bias.ptr, bias.is_float,
                                        grad_x.data_ptr<scalar_t>(), grad_bias_ptr,
                                        grad_bias_is_float, num_rows(x), num_cols(x), x.numel(),
-                                       stream);
+                                       stream, amax_word(amax));
   });
   return {grad_x, grad_bias};
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>> bias_act_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+    c10::string_view act) {
+  return bias_act_backward_cuda_op(grad, x, bias, act, "bias_act_backward", c10::nullopt);
+}
+
+std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor> bias_act_backward_amax_cuda(
+    const at::Tensor& grad, const at::Tensor& x, const c10::optional<at::Tensor>& bias,
+    c10::string_view act) {
+  constexpr const char* op = "bias_act_backward_amax";
+  check_amax_input(x, op);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor amax = zero_amax(x, at::cuda::getCurrentCUDAStream());
+  auto [grad_x, grad_bias] = bias_act_backward_cuda_op(grad, x, bias, act, op, amax);
+  return {grad_x, grad_bias, amax};
 }
 
 at::Tensor sum_leading_cuda(const at::Tensor& self_in, const c10::optional<at::Tensor>& other_in,
@@ -177,6 +226,8 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("bias_act", &elementwise::bias_act_cuda);
   m.impl("ladder_bias_act", &elementwise::ladder_bias_act_cuda);
   m.impl("bias_act_backward", &elementwise::bias_act_backward_cuda);
+  m.impl("bias_act_amax", &elementwise::bias_act_amax_cuda);
+  m.impl("bias_act_backward_amax", &elementwise::bias_act_backward_amax_cuda);
   m.impl("sum_leading", &elementwise::sum_leading_cuda);
 }
 

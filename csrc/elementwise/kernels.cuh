@@ -37,6 +37,14 @@
 //   that partial buffer small (gridDim.y rows of cols floats). The grid depends only on the shape
 //   and the device, so grad_bias is bitwise reproducible run to run (no atomics).
 //
+// Both row kernels can also emit the amax of what they compute (bias_act_amax and its backward:
+// the dynamic scale of the FP8 cast that reads their output, without a pass of its own): each
+// thread keeps the largest |value| it wrote (as float bits, common/amax.cuh), and each block folds
+// its threads' into one float32 word with at most one atomicMax (an integer max: exact, and the
+// same bits whatever the order). The values are the ones written, rounded to T. Without an amax
+// (a null pointer) the per-element max still runs (two integer instructions per element, under
+// the memory time) and only the fold is skipped.
+//
 // fp16/bf16 gelu runs FastGelu (functors.h) forward and backward: at eight elements per 16-byte
 // vector, erff (and expf in the derivative) made the arithmetic as long as the memory time, and a
 // warp computing has no loads in flight. Measured on an H100, bf16 8192 x 8192 fwd+bwd: 69% of
@@ -53,6 +61,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/amax.cuh"
 #include "common/error.h"
 #include "common/launch.cuh"
 #include "common/vec.cuh"
@@ -214,54 +223,78 @@ RowGrid row_grid(Kernel kernel, int64_t rows, int64_t cols, int vec, bool one_sh
   return g;
 }
 
-// out[r, c] = op(a[r, c], v[c]).
+// The bits of |v| for the amax (a float's; double, which no FP8 cast reads, gives none).
+template <typename T>
+__device__ __forceinline__ unsigned amax_bits_of(T v) {
+  if constexpr (std::is_same<T, double>::value) {
+    return 0u;
+  } else {
+    return abs_bits(float(v));
+  }
+}
+
+// out[r, c] = op(a[r, c], v[c]); with amax_bits, also raises *amax_bits to the largest |out|.
 template <typename T, int VEC, typename Op>
 __global__ void __launch_bounds__(kThreads)
     rowvec_kernel(const T* __restrict__ a, const void* __restrict__ v, bool v_is_float,
-                  T* __restrict__ out, int64_t rows, int64_t cols, int col_threads, Op op) {
+                  T* __restrict__ out, int64_t rows, int64_t cols, int col_threads, Op op,
+                  unsigned* __restrict__ amax_bits) {
   using V = Vec<T, VEC>;
   using Acc = opmath_type<T>;
   const int row_threads = kThreads / col_threads;
   const int tx = threadIdx.x % col_threads;
   const int ty = threadIdx.x / col_threads;
   const int64_t c0 = (int64_t(blockIdx.x) * col_threads + tx) * VEC;
-  if (c0 >= cols) return;  // no barrier below
-  Acc vv[VEC];
-  load_feature<T, VEC>(v, v_is_float, c0, vv);
-  const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
-  for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
-       base += int64_t(gridDim.y) * chunk_rows) {
-    // kRowUnroll loads issued before the first use. Rows past the end (last chunk only) load the
-    // last row instead, so the loads need no predicate; their results are not stored.
-    V in[kRowUnroll];
+  unsigned my_max = 0;  // bits of the largest |out| this thread wrote
+  if (c0 < cols) {  // no early return: the amax fold below has barriers
+    Acc vv[VEC];
+    load_feature<T, VEC>(v, v_is_float, c0, vv);
+    const int64_t chunk_rows = int64_t(row_threads) * kRowUnroll;
+    for (int64_t base = int64_t(blockIdx.y) * chunk_rows + ty; base < rows;
+         base += int64_t(gridDim.y) * chunk_rows) {
+      // kRowUnroll loads issued before the first use. Rows past the end (last chunk only) load
+      // the last row instead, so the loads need no predicate; their results are not stored.
+      V in[kRowUnroll];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
-      const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
-      in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t r = std::min<int64_t>(base + int64_t(u) * row_threads, rows - 1);
+        in[u] = *reinterpret_cast<const V*>(a + r * cols + c0);
+      }
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t r = base + int64_t(u) * row_threads;
+        V o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
+        if (r < rows) {
+          *reinterpret_cast<V*>(out + r * cols + c0) = o;
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) my_max = max(my_max, amax_bits_of(o.val[k]));
+        }
+      }
     }
-#pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
-      const int64_t r = base + int64_t(u) * row_threads;
-      V o;
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) o.val[k] = T(op(Acc(in[u].val[k]), vv[k]));
-      if (r < rows) *reinterpret_cast<V*>(out + r * cols + c0) = o;
-    }
+  }
+  if (amax_bits != nullptr) {
+    __shared__ unsigned scratch[kThreads / kWarpSize];
+    fold_block_amax<kThreads>(my_max, scratch, amax_bits);
   }
 }
 
+// amax_bits: null, or a float32 word set to +0 by the caller (see rowvec_kernel).
 template <typename T, typename Op>
 void launch_rowvec(const T* a, const void* v, bool v_is_float, T* out, int64_t rows, int64_t cols,
-                   Op op, cudaStream_t stream, const char* name) {
+                   Op op, cudaStream_t stream, const char* name, unsigned* amax_bits = nullptr) {
   constexpr int kVec = vec16_elems<T>();
   if (cols % kVec == 0 && is_aligned(a, kVecBytes) && is_aligned(out, kVecBytes)) {
     const auto kernel = rowvec_kernel<T, kVec, Op>;
     const RowGrid g = row_grid(kernel, rows, cols, kVec, /*one_shot=*/true, name);
-    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
+    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op,
+                                            amax_bits);
   } else {
     const auto kernel = rowvec_kernel<T, 1, Op>;
     const RowGrid g = row_grid(kernel, rows, cols, 1, /*one_shot=*/true, name);
-    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op);
+    kernel<<<g.grid, kThreads, 0, stream>>>(a, v, v_is_float, out, rows, cols, g.col_threads, op,
+                                            amax_bits);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -279,12 +312,14 @@ constexpr int grad_min_blocks() {
 }
 
 // d[r, c] = op(g[r, c], a[r, c], v[c]); out[r, c] = d when kWriteOut; partials[blockIdx.y, c] =
-// the block's sum of d over its rows (every column of the block's tile, every blockIdx.y).
+// the block's sum of d over its rows (every column of the block's tile, every blockIdx.y); with
+// amax_bits (kWriteOut), *amax_bits raised to the largest |out|.
 template <typename T, int VEC, bool kHasA, bool kWriteOut, typename Op>
 __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
     rowgrad_kernel(const T* __restrict__ g, const T* __restrict__ a, const void* __restrict__ v,
                    bool v_is_float, T* __restrict__ out, opmath_type<T>* __restrict__ partials,
-                   int64_t rows, int64_t cols, int col_threads, Op op) {
+                   int64_t rows, int64_t cols, int col_threads, Op op,
+                   unsigned* __restrict__ amax_bits) {
   using V = Vec<T, VEC>;
   using Acc = opmath_type<T>;
   __shared__ Acc column_sums[kThreads * VEC];
@@ -296,6 +331,7 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
   Acc acc[VEC];
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = Acc(0);
+  [[maybe_unused]] unsigned my_max = 0;  // bits of the largest |out| this thread wrote
   if (active) {
     Acc vv[VEC];
     load_feature<T, VEC>(v, v_is_float, c0, vv);
@@ -325,7 +361,11 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
           acc[k] += valid ? d : Acc(0);
         }
         if constexpr (kWriteOut) {
-          if (valid) *reinterpret_cast<V*>(out + r * cols + c0) = o;
+          if (valid) {
+            *reinterpret_cast<V*>(out + r * cols + c0) = o;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) my_max = max(my_max, amax_bits_of(o.val[k]));
+          }
         }
       }
     }
@@ -341,6 +381,14 @@ __global__ void __launch_bounds__(kThreads, grad_min_blocks<T>())
       Acc s = Acc(0);
       for (int j = 0; j < row_threads; ++j) s += column_sums[(j * col_threads + tx) * VEC + k];
       if (c0 + k < cols) partials[int64_t(blockIdx.y) * cols + c0 + k] = s;
+    }
+  }
+  if constexpr (kWriteOut) {
+    if (amax_bits != nullptr) {
+      // column_sums is free again once the partials are written: the barrier in the fold orders
+      // its reuse (scratch needs kThreads / 32 values, column_sums has kThreads * VEC).
+      __syncthreads();
+      fold_block_amax<kThreads>(my_max, reinterpret_cast<unsigned*>(column_sums), amax_bits);
     }
   }
 }
@@ -363,10 +411,11 @@ __global__ void __launch_bounds__(kThreads)
 // sum_out: of type T, or fp32 when sum_out_is_float (the host checks that it is one of the two).
 // The partials live in a scratch buffer of the current device (the caller's device guard), from
 // PyTorch's caching allocator on the current stream.
+// amax_bits (kWriteOut only): null, or a float32 word set to +0 by the caller.
 template <typename T, bool kHasA, bool kWriteOut, typename Op>
 void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* out, void* sum_out,
                     bool sum_out_is_float, double scale, int64_t rows, int64_t cols, Op op,
-                    cudaStream_t stream, const char* name) {
+                    cudaStream_t stream, const char* name, unsigned* amax_bits = nullptr) {
   using Acc = opmath_type<T>;
   constexpr int kVec = vec16_elems<T>();
   const bool vec_ok = cols % kVec == 0 && is_aligned(g, kVecBytes) &&
@@ -376,7 +425,7 @@ void launch_rowgrad(const T* g, const T* a, const void* v, bool v_is_float, T* o
     const ScratchBuffer partials_buffer = scratch_buffer(size_t(rg.grid.y) * size_t(cols) * sizeof(Acc));
     Acc* const partials = static_cast<Acc*>(partials_buffer.ptr);
     kernel<<<rg.grid, kThreads, 0, stream>>>(g, a, v, v_is_float, out, partials, rows, cols,
-                                             rg.col_threads, op);
+                                             rg.col_threads, op, amax_bits);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (sum_out == nullptr) return;
     const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(cols, kThreads), int64_t(sm_count()) * 8);

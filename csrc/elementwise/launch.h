@@ -23,10 +23,12 @@ namespace elementwise {
 
 // out = act(x + bias) for x contiguous, viewed as (rows, cols), and bias a per-feature vector of
 // cols elements of type T, or fp32 when bias_is_float; without bias (null), out = act(x) over
-// numel elements.
+// numel elements. amax_bits (bias_act_amax): null, or a float32 word set to +0 by the caller,
+// raised to max |out| (the rounded values; float, Half and BFloat16 only).
 template <typename T>
 void launch_bias_act(Act act, const T* x, const void* bias, bool bias_is_float, T* out,
-                     int64_t rows, int64_t cols, int64_t numel, cudaStream_t stream);
+                     int64_t rows, int64_t cols, int64_t numel, cudaStream_t stream,
+                     unsigned* amax_bits = nullptr);
 
 // ladder_bias_act, step 1 (unfused), its first kernel: sum = x + bias materialized (the second is
 // launch_bias_act without bias, on sum).
@@ -44,12 +46,12 @@ void launch_ladder_fused_scalar(Act act, const T* x, const void* bias, bool bias
 
 // grad_x = grad * act'(x + bias), all contiguous (rows, cols). With bias, also grad_bias[c] =
 // sum over r of grad_x[r, c], written as T or, when grad_bias_is_float, fp32; without bias (null),
-// grad_x alone over numel elements.
+// grad_x alone over numel elements. amax_bits as launch_bias_act's, raised to max |grad_x|.
 template <typename T>
 void launch_bias_act_backward(Act act, const T* grad, const T* x, const void* bias,
                               bool bias_is_float, T* grad_x, void* grad_bias,
                               bool grad_bias_is_float, int64_t rows, int64_t cols, int64_t numel,
-                              cudaStream_t stream);
+                              cudaStream_t stream, unsigned* amax_bits = nullptr);
 
 // sum_out[c] = alpha * sum over r of self[r, c] * other[r, c] (self alone when other is null), for
 // contiguous (rows, cols) inputs; sum_out is of type T or, when sum_out_is_float, fp32.

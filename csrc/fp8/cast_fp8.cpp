@@ -14,10 +14,13 @@
 // cast_fp8_dynamic: dynamic per-tensor scaling (what linear_fp8 runs), scale = fp8 max / amax(x)
 // taken from this x, so its amax comes first: two passes over x, two launches on CUDA (one amax
 // pass whose last block also writes the scale and its reciprocal, then the cast), instead of
-// torch's norm, compare, divide, where, a zeroed amax and a reciprocal around cast_fp8.
+// torch's norm, compare, divide, where, a zeroed amax and a reciprocal around cast_fp8. Given
+// `amax` (x's amax, taken by the op that produced x: bias_act_amax), one pass: the cast computes
+// the scale from it. The given amax is trusted: one below max |x| saturates the values above it.
 //
 //   (out, out_t, scale_inv, amax)     out, out_t as cast_fp8's with scale = fp8 max / amax (1 where
-//                                     amax is 0 or NaN); scale_inv = 1 / scale (scaled_mm's scale)
+//                                     amax is 0 or NaN); scale_inv = 1 / scale (scaled_mm's scale);
+//                                     amax x's (a copy of the given one)
 //
 // This unit: the checks, the CPU kernels (torch's own ops on fp32, the reference), the CUDA host
 // side (the kernels are kernels.cu), the ladder op (ladder_cast_fp8: one kernel form by name,
@@ -61,15 +64,27 @@ void check_x_and_format(const at::Tensor& x, at::ScalarType dtype, const char* o
                   "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
 }
 
+// A per-tensor float32 value on x's device (a scale, an amax), named `arg`.
+void check_per_tensor(const at::Tensor& t, const at::Tensor& x, const char* op, const char* arg,
+                      const char* what) {
+  check_defined(t, op, arg);
+  CUDASTEPS_CHECK(t.scalar_type() == at::kFloat, op, arg, " must be float32, got ",
+                  t.scalar_type());
+  CUDASTEPS_CHECK(t.numel() == 1, op, arg, " must have one element (", what, "), got shape ",
+                  t.sizes());
+  check_same_device(t, x, op, arg, "x");
+}
+
 void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
                      const char* op) {
   check_x_and_format(x, dtype, op);
-  check_defined(scale, op, "scale");
-  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, op, "scale must be float32, got ",
-                  scale.scalar_type());
-  CUDASTEPS_CHECK(scale.numel() == 1, op,
-                  "scale must have one element (a per-tensor scale), got shape ", scale.sizes());
-  check_same_device(scale, x, op, "scale", "x");
+  check_per_tensor(scale, x, op, "scale", "a per-tensor scale");
+}
+
+void check_dynamic_args(const at::Tensor& x, at::ScalarType dtype,
+                        const c10::optional<at::Tensor>& amax) {
+  check_x_and_format(x, dtype, kDynamicOp);
+  if (amax.has_value()) check_per_tensor(*amax, x, kDynamicOp, "amax", "x's amax");
 }
 
 // x as [rows, cols], cols its last dimension.
@@ -101,9 +116,10 @@ CastResult cast_fp8_cpu(const at::Tensor& x, const at::Tensor& scale, at::Scalar
 
 // The reference recipe (fp8.h's scale_from_amax, then cast_fp8's values): what the CUDA kernels
 // match bit for bit. One amax pass (cast_fp8 would take it a second time).
-DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
-  check_x_and_format(x, dtype, kDynamicOp);
-  const at::Tensor amax = abs_max(x);
+DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bool transpose,
+                                   const c10::optional<at::Tensor>& amax_in) {
+  check_dynamic_args(x, dtype, amax_in);
+  const at::Tensor amax = amax_in.has_value() ? amax_in->reshape({}).clone() : abs_max(x);
   const at::Tensor scale = scale_from_amax(amax, dtype);
   auto [out, out_t] = cast_values_cpu(x, scale, dtype, transpose);
   return {out, out_t, scale.reciprocal(), amax};
@@ -136,7 +152,7 @@ CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::
     const SrcType src = src_type(x);
     const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
     const at::Tensor s = scale.contiguous();
-    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, s.const_data_ptr<float>(),
+    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, CastScale{s.const_data_ptr<float>()},
                     static_cast<uint8_t*>(out.data_ptr()),
                     transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
                     static_cast<unsigned*>(amax.data_ptr()), sm_count(),
@@ -151,8 +167,9 @@ CastResult cast_fp8_cuda(const at::Tensor& x, const at::Tensor& scale, at::Scala
   return cast_fp8_cuda_form(x, scale, dtype, transpose, CastForm::kAuto, kOp);
 }
 
-DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
-  check_x_and_format(x, dtype, kDynamicOp);
+DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, bool transpose,
+                                    const c10::optional<at::Tensor>& amax_in) {
+  check_dynamic_args(x, dtype, amax_in);
   const c10::cuda::CUDAGuard guard(x.device());
   const auto [rows, cols] = matrix_shape(x);
   const at::Tensor xc = x.contiguous();
@@ -163,9 +180,26 @@ DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, b
   at::Tensor scale_inv = at::empty({}, f32), amax = at::empty({}, f32);
   const int64_t n = xc.numel();
   if (n == 0) return {out, out_t, scale_inv.fill_(1.0), amax.zero_()};
-  const at::Tensor scale = at::empty({}, f32);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = sm_count();
+  const SrcType src = src_type(xc);
+  const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
+  uint8_t* const out_ptr = static_cast<uint8_t*>(out.data_ptr());
+  uint8_t* const out_t_ptr = transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr;
+  if (amax_in.has_value()) {
+    // One pass: the cast's blocks take the scale from the given amax; block 0 writes scale_inv
+    // and the amax output.
+    const at::Tensor given = amax_in->contiguous();
+    CastScale from_amax;
+    from_amax.amax = given.const_data_ptr<float>();
+    from_amax.fmax = float(fp8_max(dtype));
+    from_amax.scale_inv = scale_inv.data_ptr<float>();
+    from_amax.amax_out = amax.data_ptr<float>();
+    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, from_amax, out_ptr, out_t_ptr,
+                    /*amax_bits=*/nullptr, sms, stream);
+    return {out, out_t, scale_inv, amax};
+  }
+  const at::Tensor scale = at::empty({}, f32);
   const int grid = amax_scale_grid(n, sms);
   // The blocks' partial maxima and the last-block ticket: the reduce family's scratch slot of this
   // stream (no allocation, no memset), else a workspace whose ticket is zeroed here.
@@ -184,15 +218,11 @@ DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, b
       C10_CUDA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
     }
   }
-  const SrcType src = src_type(xc);
   launch_amax_scale(src, xc.const_data_ptr(), n, float(fp8_max(dtype)), grid, partials, ticket,
                     scale.data_ptr<float>(), scale_inv.data_ptr<float>(), amax.data_ptr<float>(),
                     stream);
-  const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
-  launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, scale.const_data_ptr<float>(),
-                  static_cast<uint8_t*>(out.data_ptr()),
-                  transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
-                  /*amax_bits=*/nullptr, sms, stream);
+  launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, CastScale{scale.const_data_ptr<float>()},
+                  out_ptr, out_t_ptr, /*amax_bits=*/nullptr, sms, stream);
   return {out, out_t, scale_inv, amax};
 }
 
@@ -235,14 +265,13 @@ CastResult cast_fp8_autograd(const at::Tensor& x, const at::Tensor& scale, at::S
   return op.call(x, scale, dtype, transpose);
 }
 
-DynamicResult cast_fp8_dynamic_autograd(const at::Tensor& x, at::ScalarType dtype, bool transpose) {
+DynamicResult cast_fp8_dynamic_autograd(const at::Tensor& x, at::ScalarType dtype, bool transpose,
+                                        const c10::optional<at::Tensor>& amax) {
   CUDASTEPS_CHECK(!needs_grad(x), kDynamicOp,
                   "x requires grad, but cast_fp8_dynamic is not differentiable: cast inside the "
                   "autograd function of the FP8 computation");
-  static const auto op =
-      typed_op<DynamicResult(const at::Tensor&, at::ScalarType, bool)>("cast_fp8_dynamic");
   const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(x, dtype, transpose);
+  return cast_fp8_dynamic_call(x, dtype, transpose, amax);
 }
 
 }  // namespace

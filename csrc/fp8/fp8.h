@@ -1,13 +1,16 @@
-// The FP8 formats' facts and the per-tensor scale recipe, shared by the fp8 family (cast_fp8) and
-// the gemm family's FP8 linear (linear_fp8 and its backward): one place for the formats' largest
-// values and for how a dynamic scale is taken. Host code (ATen ops on the tensor's device, no
-// host sync).
+// The FP8 formats' facts and the per-tensor scale recipe, shared by the fp8 family (cast_fp8), the
+// elementwise ops that emit an amax (bias_act_amax) and the gemm family's FP8 linears (linear_fp8,
+// linear_act_fp8 and their backward): one place for the formats' largest values, for how a
+// dynamic scale is taken, and for calling the dynamic cast. Host code (ATen ops on the tensor's
+// device, no host sync).
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <tuple>
+
+#include "common/typed_op.h"
 
 namespace cudasteps {
 namespace fp8 {
@@ -39,6 +42,15 @@ inline at::Tensor scale_from_amax(const at::Tensor& amax, at::ScalarType format)
 
 // cast_fp8_dynamic's result: (out, out_t, scale_inv, amax).
 using DynamicCast = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor, at::Tensor>;
+
+// cast_fp8_dynamic through the dispatcher (linear_fp8 and its backward, the Autograd kernel):
+// amax, where given, is x's, taken by x's producer (one pass over x instead of two).
+inline DynamicCast cast_fp8_dynamic_call(const at::Tensor& x, at::ScalarType dtype, bool transpose,
+                                         const c10::optional<at::Tensor>& amax = c10::nullopt) {
+  static const auto op = typed_op<DynamicCast(const at::Tensor&, at::ScalarType, bool,
+                                              const c10::optional<at::Tensor>&)>("cast_fp8_dynamic");
+  return op.call(x, dtype, transpose, amax);
+}
 
 }  // namespace fp8
 }  // namespace cudasteps

@@ -2,7 +2,8 @@
 // stored in place and, through a shared-memory tile, transposed (the transpose family's tile),
 // while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree) and
 // folded into the output amax with one atomicMax per block (none for cast_fp8_dynamic, whose
-// amax_scale_kernel, further down, takes the amax first). The forms, which are also the steps
+// amax_scale_kernel, further down, takes the amax first, or whose caller gives the amax that x's
+// producer took: then each block computes the scale from it, CastScale). The forms, which are also the steps
 // of the cast's ladder (ladder_cast_fp8, CastForm):
 //   tile32          cast_fp8_kernel: 32 x 32 tiles, one element per thread per access: 2- or 4-byte
 //                   loads and byte stores. Any shape; what runs when the vector forms cannot.
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/amax.cuh"
 #include "common/block_reduce.cuh"
 #include "common/launch.cuh"
 #include "common/warp_reduce.cuh"
@@ -50,23 +52,34 @@ __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-struct MaxBits {
-  __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return max(a, b); }
-  template <typename U>
-  __device__ __forceinline__ static U identity() {
-    return 0;  // the bits of +0: below every |x|
+// The dynamic scale for an amax: fmax / amax, so the largest |x| maps to the format's largest
+// value; 1 where amax is 0 or NaN (NaN > 0 is false), as fp8.h's scale_from_amax, bit for bit.
+__device__ __forceinline__ float scale_for_amax(float amax, float fmax) {
+  return amax > 0.0f ? fmax / amax : 1.0f;
+}
+
+// The cast's scale: the one given, or fmax / amax from a given amax (the producer of x took it),
+// whose reciprocal (for the GEMM that reads the cast) and amax block 0 writes out.
+__device__ __forceinline__ float cast_scale(const CastScale& cs) {
+  if (cs.scale != nullptr) return *cs.scale;
+  const float a = *cs.amax;
+  const float s = scale_for_amax(a, cs.fmax);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) {
+    *cs.scale_inv = 1.0f / s;
+    *cs.amax_out = a;
   }
-};
+  return s;
+}
 
 template <typename T, Fp8Kind K>
 __global__ void __launch_bounds__(kTile* kBlockRows)
     cast_fp8_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
-                    const float* __restrict__ scale, uint8_t* __restrict__ out,
+                    CastScale scale, uint8_t* __restrict__ out,
                     uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   __shared__ uint8_t tile[kTile][kTile + 4];  // padded rows: the transposed reads skip banks
   __shared__ unsigned warp_max[kBlockRows];
-  const float s = *scale;
+  const float s = cast_scale(scale);
   const int64_t tiles_c = (cols + kTile - 1) / kTile;
   const int64_t tiles = ((rows + kTile - 1) / kTile) * tiles_c;
   unsigned my_max = 0;  // bits of the largest |x| this thread saw (+0 to start)
@@ -100,7 +113,7 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
     }
   }
   if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBits>(my_max);
+  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
   if (threadIdx.x == 0) warp_max[threadIdx.y] = my_max;
   __syncthreads();
   if (threadIdx.y == 0 && threadIdx.x == 0) {
@@ -149,13 +162,13 @@ __device__ __forceinline__ void load_segment(const T* p, RawSegment<T>& raw) {
 template <typename T, Fp8Kind K, bool kPrefetch>
 __global__ void __launch_bounds__(kVecThreads)
     cast_fp8_vec_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
-                        const float* __restrict__ scale, uint8_t* __restrict__ out,
+                        CastScale scale, uint8_t* __restrict__ out,
                         uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   constexpr int kPerWord = 16 / int(sizeof(T));
   __shared__ __align__(16) uint8_t tile[kVecTile][kVecPitch];
   __shared__ unsigned warp_max[kVecThreads / 32];
-  const float s = *scale;
+  const float s = cast_scale(scale);
   const int64_t tiles_c = (cols + kVecTile - 1) / kVecTile;
   const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * tiles_c;
   // Phase 1 (cast): row lr of the tile, columns 16 seg .. 16 seg + 15. Phase 2 (transpose):
@@ -214,7 +227,7 @@ __global__ void __launch_bounds__(kVecThreads)
     }
   }
   if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBits>(my_max);
+  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = my_max;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -260,13 +273,13 @@ __device__ __forceinline__ void transpose4x4(uint32_t a, uint32_t b, uint32_t c,
 template <typename T, Fp8Kind K>
 __global__ void __launch_bounds__(kWideThreads)
     cast_fp8_wide_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
-                         const float* __restrict__ scale, uint8_t* __restrict__ out,
+                         CastScale scale, uint8_t* __restrict__ out,
                          uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   constexpr int kPerWord = 16 / int(sizeof(T));
   __shared__ __align__(16) uint8_t tile[kWideTile][kWideTile];
   __shared__ unsigned warp_max[kWideThreads / 32];
-  const float s = *scale;
+  const float s = cast_scale(scale);
   const int64_t tiles_c = (cols + kWideTile - 1) / kWideTile;
   const int64_t tiles = ((rows + kWideTile - 1) / kWideTile) * tiles_c;
   const int lr = threadIdx.x / (kWideTile / kVec), seg = threadIdx.x % (kWideTile / kVec);
@@ -335,7 +348,7 @@ __global__ void __launch_bounds__(kWideThreads)
     }
   }
   if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBits>(my_max);
+  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
   if (lane == 0) warp_max[warp] = my_max;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -350,16 +363,12 @@ __global__ void __launch_bounds__(kWideThreads)
 constexpr int kAmaxThreads = 512;
 constexpr int kAmaxUnroll = 4;  // 16-byte loads in flight per thread
 
-template <typename T>
-__device__ __forceinline__ unsigned abs_bits(T v) {
-  return __float_as_uint(fabsf(to_float(v)));
-}
 
 template <typename T>
 __device__ __forceinline__ unsigned max_abs_bits(uint4 word, unsigned m) {
   const T* e = reinterpret_cast<const T*>(&word);
 #pragma unroll
-  for (int i = 0; i < 16 / int(sizeof(T)); ++i) m = max(m, abs_bits(e[i]));
+  for (int i = 0; i < 16 / int(sizeof(T)); ++i) m = max(m, abs_bits(to_float(e[i])));
   return m;
 }
 
@@ -400,9 +409,9 @@ __global__ void __launch_bounds__(kAmaxThreads)
   }
   for (int64_t j = scalar_from + int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x; j < n;
        j += stride) {
-    m = max(m, abs_bits(x[j]));
+    m = max(m, abs_bits(to_float(x[j])));
   }
-  m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
+  m = block_allreduce<kAmaxThreads, unsigned, MaxBitsOp>(m, scratch);
   if (gridDim.x > 1) {
     if (threadIdx.x == 0) {
       partials[blockIdx.x] = m;
@@ -416,11 +425,11 @@ __global__ void __launch_bounds__(kAmaxThreads)
     for (int b = threadIdx.x; b < int(gridDim.x); b += kAmaxThreads) {
       m = max(m, __ldcg(partials + b));
     }
-    m = block_allreduce<kAmaxThreads, unsigned, MaxBits>(m, scratch);
+    m = block_allreduce<kAmaxThreads, unsigned, MaxBitsOp>(m, scratch);
   }
   if (threadIdx.x == 0) {
     const float a = __uint_as_float(m);
-    const float s = a > 0.0f ? fmax / a : 1.0f;  // NaN > 0 is false: scale 1, as scale_from_amax
+    const float s = scale_for_amax(a, fmax);
     *amax = a;
     *scale = s;
     *scale_inv = 1.0f / s;
@@ -439,7 +448,7 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols) {
 namespace {
 
 template <typename T, Fp8Kind K>
-void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, const float* scale,
+void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, CastScale scale,
                   uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
                   cudaStream_t stream) {
   if (form == CastForm::kAuto) {
@@ -478,7 +487,7 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, cons
 
 template <Fp8Kind K>
 void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_t cols,
-                 const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                 CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                  int sm_count, cudaStream_t stream) {
   switch (src) {
     case SrcType::kHalf:
@@ -496,7 +505,7 @@ void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_
 }  // namespace
 
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
-                     const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                     CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream, CastForm form) {
   if (kind == Fp8Kind::kE4M3) {
     launch_kind<Fp8Kind::kE4M3>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,

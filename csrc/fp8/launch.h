@@ -20,11 +20,23 @@ enum class SrcType { kFloat, kHalf, kBFloat16 };
 // cast_fp8 runs (kTile128 where the 16-byte forms fit, else kTile32).
 enum class CastForm { kTile32, kVec16, kVec16Prefetch, kTile128, kAuto };
 
+// Where a cast's scale comes from: `scale`, one float32 on the device; or, with scale null, the
+// dynamic scale fmax / *amax (1 where amax is 0 or NaN), computed by every block from an amax that
+// x's producer took (bias_act_amax), with 1 / scale written to *scale_inv and the amax copied to
+// *amax_out (the op's own output) by block 0.
+struct CastScale {
+  const float* scale = nullptr;
+  const float* amax = nullptr;
+  float fmax = 0.0f;
+  float* scale_inv = nullptr;
+  float* amax_out = nullptr;
+};
+
 // Whether the 16-byte forms (kVec16, kVec16Prefetch, kTile128) can cast this x: rows and cols
 // multiples of 16, x 16-byte aligned.
 bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 
-// x: a contiguous [rows, cols] matrix of `src`; scale: one float32 on the device. Writes
+// x: a contiguous [rows, cols] matrix of `src`; scale: see CastScale. Writes
 // out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
 // value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and (unless amax_bits is
 // null) raises *amax_bits (the bits of a float32 set to +0 by the caller) to the bits of the
@@ -33,7 +45,7 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 // the kernel form `form` (kAuto: tile128 where cast_fp8_vector_form_fits, else tile32; a vector
 // form asked for must fit).
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
-                     const float* scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                     CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
 
 // cast_fp8_dynamic's first launch: amax = max |x| over x's n elements (x contiguous), scale =

@@ -1,4 +1,5 @@
-// Argument checks and operand layouts shared by the CPU and CUDA GEMM kernels (mm, addmm, linear).
+// Argument checks and operand layouts shared by the CPU and CUDA GEMM kernels (mm, addmm, linear),
+// and the few helpers the FP8 linears share (linear_fp8.cpp, gemm_autograd.cpp).
 //
 // Every op reduces to one problem:  out[M, N] = alpha * (A[M, K] @ B[K, N]) + beta * C[m, n]
 // where C is an optional strided (possibly broadcast, stride 0) addend: addmm's `self` (expanded
@@ -14,6 +15,7 @@
 #include <tuple>
 
 #include "common/checks.h"
+#include "common/typed_op.h"
 #include "elementwise/elementwise.h"  // parse_act: linear_act's activation names
 
 namespace cudasteps {
@@ -142,6 +144,66 @@ std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
 // the two-pass form's first output (linear_act.cpp). Arguments checked by the caller.
 at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& bias, c10::string_view act);
+
+// ---- the FP8 linears' shared pieces (linear_fp8.cpp, gemm_autograd.cpp) ----
+
+// linear_fp8's and linear_act_fp8's arguments (the CPU and CUDA kernels, and the Autograd kernel
+// of linear_act_fp8, whose inner ops would name themselves in a message).
+inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
+                           const c10::optional<at::Tensor>& bias,
+                           c10::optional<at::ScalarType> out_dtype,
+                           const c10::optional<at::Tensor>& input_amax, const char* op) {
+  check_defined(input, op, "input");
+  check_defined(weight, op, "weight");
+  check_min_dim(input, 1, op, "input");
+  check_dim(weight, 2, op, "weight");
+  check_dtype(input, op, "input", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_dtype(weight, op, "weight", {at::kFloat, at::kBFloat16, at::kHalf});
+  check_same_device(weight, input, op, "weight", "input");
+  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op,
+                  "weight.size(1) must equal input.size(-1) (", input.size(-1), "), got ",
+                  weight.size(1));
+  if (bias.has_value() && bias->defined()) {
+    check_dim(*bias, 1, op, "bias");
+    CUDASTEPS_CHECK(bias->size(0) == weight.size(0), op, "bias must have shape [", weight.size(0),
+                    "], got shape ", bias->sizes());
+    check_dtype(*bias, op, "bias", {at::kFloat, at::kBFloat16, at::kHalf});
+    check_same_device(*bias, input, op, "bias", "input");
+  }
+  if (out_dtype.has_value()) {
+    const at::ScalarType o = *out_dtype;
+    CUDASTEPS_CHECK(o == at::kFloat || o == at::kBFloat16 || o == at::kHalf, op,
+                    "out_dtype must be Float or BFloat16 or Half, got ", o);
+  }
+  if (input_amax.has_value()) {
+    const at::Tensor& a = *input_amax;
+    check_defined(a, op, "input_amax");
+    CUDASTEPS_CHECK(a.scalar_type() == at::kFloat, op, "input_amax must be float32, got ",
+                    a.scalar_type());
+    CUDASTEPS_CHECK(a.numel() == 1, op,
+                    "input_amax must have one element (input's amax), got shape ", a.sizes());
+    check_same_device(a, input, op, "input_amax", "input");
+  }
+}
+
+// The bias of linear_act_fp8 as bias_act_amax takes it beside a product of type out_type: a
+// float32 bias as it is (the pass adds it in float32, as under autocast), any other cast to
+// out_type (bias_act takes x's dtype or Float).
+inline c10::optional<at::Tensor> fp8_act_bias(const c10::optional<at::Tensor>& bias,
+                                              at::ScalarType out_type) {
+  if (!bias.has_value() || !bias->defined()) return c10::nullopt;
+  if (bias->scalar_type() == at::kFloat) return bias;
+  return bias->to(out_type);
+}
+
+// bias_act_amax through the dispatcher: (act(x + bias), max |that|).
+inline std::tuple<at::Tensor, at::Tensor> bias_act_amax_call(const at::Tensor& x,
+                                                             const c10::optional<at::Tensor>& bias,
+                                                             c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>("bias_act_amax");
+  return op.call(x, bias, act);
+}
 
 // One GEMM operand as the kernels see it: element (r, c) of a rows x cols matrix sits at
 //   ptr[r * ld + c]  (row-major, col_major == false)   or   ptr[c * ld + r]  (col_major == true).

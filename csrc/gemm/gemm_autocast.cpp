@@ -1,7 +1,8 @@
-// Autocast for mm, addmm, linear, linear_act and linear_fp8: under torch.autocast the floating-point
-// tensor arguments of mm, addmm and linear are cast to the autocast dtype (bf16 or fp16) before the
-// op runs, as aten casts its own mm, addmm and linear (autocast's lower-precision list, on CUDA and
-// on CPU); linear_act casts fewer and linear_fp8 none (below). So cudasteps.nn.Linear under
+// Autocast for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8: under torch.autocast
+// the floating-point tensor arguments of mm, addmm and linear are cast to the autocast dtype (bf16
+// or fp16) before the op runs, as aten casts its own mm, addmm and linear (autocast's
+// lower-precision list, on CUDA and on CPU); linear_act casts fewer and the FP8 linears none
+// (below). So cudasteps.nn.Linear under
 // autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
 //
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
@@ -94,13 +95,32 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& inp
 template <c10::DeviceType Device>
 at::Tensor linear_fp8_autocast(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias,
-                               c10::optional<at::ScalarType> out_dtype) {
+                               c10::optional<at::ScalarType> out_dtype,
+                               const c10::optional<at::Tensor>& input_amax) {
   static const auto op =
       typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
-                          c10::optional<at::ScalarType>)>("linear_fp8");
+                          c10::optional<at::ScalarType>, const c10::optional<at::Tensor>&)>(
+          "linear_fp8");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
   return op.call(input, weight, bias,
-                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device));
+                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device),
+                 input_amax);
+}
+
+// linear_act_fp8 as linear_fp8: nothing cast, the output in the autocast dtype (so the amax it
+// returns is of the values the next layer reads).
+template <c10::DeviceType Device>
+std::tuple<at::Tensor, at::Tensor> linear_act_fp8_autocast(
+    const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+    c10::string_view act, c10::optional<at::ScalarType> out_dtype,
+    const c10::optional<at::Tensor>& input_amax) {
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view,
+      c10::optional<at::ScalarType>, const c10::optional<at::Tensor>&)>("linear_act_fp8");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(input, weight, bias, act,
+                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device),
+                 input_amax);
 }
 
 }  // namespace
@@ -112,6 +132,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear_act_fp8", &linear_act_fp8_autocast<c10::DeviceType::CUDA>);
 }
 
 TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
@@ -121,6 +142,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CPU>);
   m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CPU>);
+  m.impl("linear_act_fp8", &linear_act_fp8_autocast<c10::DeviceType::CPU>);
 }
 
 }  // namespace cudasteps

@@ -1,4 +1,4 @@
-// Autograd for mm, addmm, linear, linear_act and linear_fp8. The backward runs cudasteps::mm on
+// Autograd for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8. The backward runs cudasteps::mm on
 // transposed views, which the kernels read in place (a transposed view is a column-major operand),
 // so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (linear_fp8: scaled_mm on
 // the FP8 transposes its forward kept). Bias and broadcast-self gradients are reductions through
@@ -239,90 +239,191 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
 // ---- linear_fp8: FP8 forward (e4m3), FP8 backward (e5m2 gradients), dynamic scales ----
 
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+using OptTensor = c10::optional<at::Tensor>;
 
 Fp8Parts linear_fp8_aux_call(const at::Tensor& input, const at::Tensor& weight,
-                             const c10::optional<at::Tensor>& bias,
-                             c10::optional<at::ScalarType> out_dtype) {
+                             const OptTensor& bias, c10::optional<at::ScalarType> out_dtype,
+                             const OptTensor& input_amax) {
   static const auto op =
-      typed_op<Fp8Parts(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
-                        c10::optional<at::ScalarType>)>("linear_fp8_aux");
+      typed_op<Fp8Parts(const at::Tensor&, const at::Tensor&, const OptTensor&,
+                        c10::optional<at::ScalarType>, const OptTensor&)>("linear_fp8_aux");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(input, weight, bias, out_dtype);
+  return op.call(input, weight, bias, out_dtype, input_amax);
 }
 
 at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                           const at::Tensor& scale_b, at::ScalarType out_dtype) {
   static const auto op =
       typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                          const at::Tensor&, const c10::optional<at::Tensor>&,
+                          const at::Tensor&, const OptTensor&,
                           c10::optional<at::ScalarType>)>("scaled_mm");
   return op.call(a, b, scale_a, scale_b, c10::nullopt, out_dtype);
+}
+
+// What an FP8 linear's forward keeps for its backward: the FP8 transposes x8_t [K, M] and
+// w8_t [K, N] and their dequantization scales (a quarter of a float32 input's bytes), and the
+// dtypes the gradients come back in. Saved by forward_fp8_saved, read by fp8_linear_grads.
+void save_fp8_linear(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                     const at::Tensor& x8_t, const at::Tensor& w8_t, const at::Tensor& inv_x,
+                     const at::Tensor& inv_w, std::vector<at::Tensor> extra = {}) {
+  std::vector<at::Tensor> saved = {x8_t, w8_t, inv_x, inv_w};
+  saved.insert(saved.end(), extra.begin(), extra.end());
+  ctx->save_for_backward(saved);
+  ctx->saved_data["input_dtype"] = int64_t(input.scalar_type());
+  ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
+}
+
+// The two products of an FP8 linear's backward from g (the gradient of its product, [..., N]):
+// g cast to e5m2 with its own dynamic scale (the wider range gradients need; an empty g gets
+// scale 1), from g_amax where the caller took it (linear_act_fp8: in the activation's backward
+// pass), then grad_input = g8 @ w8 and grad_weight = g8^T @ x8 on scaled_mm. Either is undefined
+// where its input needs no gradient.
+std::pair<at::Tensor, at::Tensor> fp8_linear_grads(AutogradContext* ctx, const at::Tensor& grad,
+                                                   const OptTensor& g_amax) {
+  const auto saved = ctx->get_saved_variables();
+  const at::Tensor& x8_t = saved[0];  // [K, M]
+  const at::Tensor& w8_t = saved[1];  // [K, N]
+  const at::Tensor& inv_x = saved[2];  // 1 / scale_x
+  const at::Tensor& inv_w = saved[3];  // 1 / scale_w
+  const auto input_dtype = at::ScalarType(ctx->saved_data["input_dtype"].toInt());
+  const auto weight_dtype = at::ScalarType(ctx->saved_data["weight_dtype"].toInt());
+  const c10::SymInt K = w8_t.sym_size(0), N = w8_t.sym_size(1);
+  const at::Tensor g = grad.reshape_symint({-1, N});
+  auto [g8, g8_t, inv_g, amax_g] = fp8::cast_fp8_dynamic_call(g, at::kFloat8_e5m2, true, g_amax);
+  (void)amax_g;
+  at::Tensor grad_input, grad_weight;
+  if (ctx->needs_input_grad(0)) {
+    std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());
+    shape.back() = K;
+    grad_input = scaled_mm_call(g8, w8_t.t(), inv_g, inv_w, input_dtype).view_symint(shape);
+  }
+  if (ctx->needs_input_grad(1)) {
+    grad_weight = scaled_mm_call(*g8_t, x8_t.t(), inv_g, inv_x, weight_dtype);
+  }
+  return {grad_input, grad_weight};
 }
 
 class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias,
-                            c10::optional<at::ScalarType> out_dtype) {
-    auto [out, x8_t, w8_t, inv_x, inv_w] = linear_fp8_aux_call(input, weight, bias, out_dtype);
+                            const OptTensor& bias, c10::optional<at::ScalarType> out_dtype,
+                            const OptTensor& input_amax) {
+    auto [out, x8_t, w8_t, inv_x, inv_w] =
+        linear_fp8_aux_call(input, weight, bias, out_dtype, input_amax);
     ctx->set_materialize_grads(false);
-    // Only the FP8 transposes and the dequantization scales are kept: a quarter of a float32
-    // input's bytes.
-    ctx->save_for_backward({x8_t, w8_t, inv_x, inv_w});
-    ctx->saved_data["input_dtype"] = int64_t(input.scalar_type());
-    ctx->saved_data["weight_dtype"] = int64_t(weight.scalar_type());
+    save_fp8_linear(ctx, input, weight, x8_t, w8_t, inv_x, inv_w);
     const bool has_bias = bias.has_value() && bias->defined();
     ctx->saved_data["bias_dtype"] = has_bias ? int64_t(bias->scalar_type()) : int64_t(-1);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
-    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor& x8_t = saved[0];  // [K, M]
-    const at::Tensor& w8_t = saved[1];  // [K, N]
-    const at::Tensor& inv_x = saved[2];  // 1 / scale_x
-    const at::Tensor& inv_w = saved[3];  // 1 / scale_w
-    const auto input_dtype = at::ScalarType(ctx->saved_data["input_dtype"].toInt());
-    const auto weight_dtype = at::ScalarType(ctx->saved_data["weight_dtype"].toInt());
+    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    auto [grad_input, grad_weight] = fp8_linear_grads(ctx, grad, c10::nullopt);
+    at::Tensor grad_bias;
     const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
-    const c10::SymInt K = w8_t.sym_size(0), N = w8_t.sym_size(1);
-    const at::Tensor g = grad.reshape_symint({-1, N});
-    // The gradient in e5m2 (the wider range gradients need), with its own dynamic scale.
-    // (The same recipe as the forward's, cast_fp8_dynamic: an empty gradient gets scale 1.)
-    static const auto cast = typed_op<fp8::DynamicCast(const at::Tensor&, at::ScalarType, bool)>(
-        "cast_fp8_dynamic");
-    auto [g8, g8_t, inv_g, amax_g] = cast.call(g, at::kFloat8_e5m2, true);
-    (void)amax_g;
-    at::Tensor grad_input, grad_weight, grad_bias;
-    if (ctx->needs_input_grad(0)) {
-      std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());
-      shape.back() = K;
-      grad_input = scaled_mm_call(g8, w8_t.t(), inv_g, inv_w, input_dtype).view_symint(shape);
-    }
-    if (ctx->needs_input_grad(1)) {
-      grad_weight = scaled_mm_call(*g8_t, x8_t.t(), inv_g, inv_x, weight_dtype);
-    }
     if (bias_dtype >= 0 && ctx->needs_input_grad(2)) {
       // Column sums accumulated in float32 by cudasteps::sum, one pass over g (a float32 copy of
       // a bf16 g first would write and read it again at twice its size).
+      const at::Tensor g = grad.reshape_symint({-1, grad.sym_size(-1)});
       grad_bias = sum_call(g, {0}, false, at::kFloat).to(at::ScalarType(bias_dtype));
     }
-    return {grad_input, grad_weight, grad_bias, at::Tensor()};  // (none for out_dtype)
+    // (none for out_dtype and input_amax)
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 
 at::Tensor linear_fp8_autograd(const at::Tensor& input, const at::Tensor& weight,
-                               const c10::optional<at::Tensor>& bias,
-                               c10::optional<at::ScalarType> out_dtype) {
+                               const OptTensor& bias, c10::optional<at::ScalarType> out_dtype,
+                               const OptTensor& input_amax) {
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
     static const auto op =
-        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
-                            c10::optional<at::ScalarType>)>("linear_fp8");
+        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const OptTensor&,
+                            c10::optional<at::ScalarType>, const OptTensor&)>("linear_fp8");
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(input, weight, bias, out_dtype);
+    return op.call(input, weight, bias, out_dtype, input_amax);
   }
-  return LinearFp8Function::apply(input, weight, bias, out_dtype);
+  return LinearFp8Function::apply(input, weight, bias, out_dtype, input_amax);
+}
+
+// ---- linear_act_fp8: linear_fp8 (no bias), then bias + act with the output's amax ----
+//
+// Forward: linear_fp8_aux's product h_pre (the FP8 transposes kept as linear_fp8 keeps them), then
+// (out, amax) = bias_act_amax(h_pre, bias, act). Saved: linear_fp8's, plus h_pre and the bias for
+// the activation's derivative. Backward: (g, grad_bias, g_amax) = bias_act_backward_amax(grad,
+// h_pre, bias, act), one pass that also sums the bias gradient; then linear_fp8's two products
+// from g, whose e5m2 cast takes g_amax instead of a pass of its own. The same gradients as
+// linear_fp8 followed by bias_act, bit for bit. The amax output has no gradient.
+
+std::tuple<at::Tensor, OptTensor, at::Tensor> bias_act_backward_amax_call(const at::Tensor& grad,
+                                                                         const at::Tensor& x,
+                                                                         const OptTensor& bias,
+                                                                         c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, OptTensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const OptTensor&, c10::string_view)>(
+      "bias_act_backward_amax");
+  return op.call(grad, x, bias, act);
+}
+
+class LinearActFp8Function : public torch::autograd::Function<LinearActFp8Function> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
+                               const at::Tensor& weight, const OptTensor& bias,
+                               c10::string_view act, c10::optional<at::ScalarType> out_dtype,
+                               const OptTensor& input_amax) {
+    auto [h_pre, x8_t, w8_t, inv_x, inv_w] =
+        linear_fp8_aux_call(input, weight, c10::nullopt, out_dtype, input_amax);
+    const OptTensor b = gemm::fp8_act_bias(bias, h_pre.scalar_type());
+    auto [out, amax] = [&] {
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      return gemm::bias_act_amax_call(h_pre, b, act);
+    }();
+    ctx->set_materialize_grads(false);
+    save_fp8_linear(ctx, input, weight, x8_t, w8_t, inv_x, inv_w,
+                    {h_pre, b.has_value() ? *b : at::Tensor()});
+    ctx->saved_data["act"] = std::string(act);
+    ctx->saved_data["bias_dtype"] = bias.has_value() && bias->defined()
+                                        ? int64_t(bias->scalar_type())
+                                        : int64_t(-1);
+    ctx->mark_non_differentiable({amax});
+    return {out, amax};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const at::Tensor& grad = grad_outputs[0];
+    const variable_list none(6);
+    if (!grad.defined()) return none;
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& h_pre = saved[4];
+    const OptTensor b = saved[5].defined() ? OptTensor(saved[5]) : OptTensor();
+    const std::string act = ctx->saved_data["act"].toStringRef();
+    auto [g, grad_b, g_amax] = bias_act_backward_amax_call(grad, h_pre, b, act);
+    auto [grad_input, grad_weight] = fp8_linear_grads(ctx, g, g_amax);
+    at::Tensor grad_bias;
+    const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();
+    if (bias_dtype >= 0 && ctx->needs_input_grad(2) && grad_b.has_value()) {
+      grad_bias = grad_b->to(at::ScalarType(bias_dtype));
+    }
+    // (none for act, out_dtype and input_amax)
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> linear_act_fp8_autograd(
+    const at::Tensor& input, const at::Tensor& weight, const OptTensor& bias,
+    c10::string_view act, c10::optional<at::ScalarType> out_dtype, const OptTensor& input_amax) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+        const at::Tensor&, const at::Tensor&, const OptTensor&, c10::string_view,
+        c10::optional<at::ScalarType>, const OptTensor&)>("linear_act_fp8");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight, bias, act, out_dtype, input_amax);
+  }
+  // The checks of the op (the Autograd path calls linear_fp8_aux and bias_act_amax, whose
+  // messages would name them).
+  gemm::check_linear_fp8_args(input, weight, bias, out_dtype, input_amax, "linear_act_fp8");
+  elementwise::parse_act(act, "linear_act_fp8");
+  auto outs = LinearActFp8Function::apply(input, weight, bias, act, out_dtype, input_amax);
+  return {outs[0], outs[1]};
 }
 
 at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
@@ -374,6 +475,7 @@ TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("linear_act", &linear_act_autograd);
   m.impl("linear_act_aux", &linear_act_aux_autograd);
   m.impl("linear_fp8", &linear_fp8_autograd);
+  m.impl("linear_act_fp8", &linear_act_fp8_autograd);
 }
 
 }  // namespace cudasteps

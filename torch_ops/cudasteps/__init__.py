@@ -12,9 +12,17 @@ load_extension()
 
 from . import ladder, nn  # noqa: E402,F401
 from .copy import copy, copy_  # noqa: E402
-from .elementwise import add, bias_act, bias_act_backward, mul, sum_leading  # noqa: E402
+from .elementwise import (  # noqa: E402
+    add,
+    bias_act,
+    bias_act_amax,
+    bias_act_backward,
+    bias_act_backward_amax,
+    mul,
+    sum_leading,
+)
 from .fp8 import cast_fp8, cast_fp8_dynamic  # noqa: E402
-from .gemm import addmm, linear, linear_act, linear_fp8, mm, scaled_mm  # noqa: E402
+from .gemm import addmm, linear, linear_act, linear_act_fp8, linear_fp8, mm, scaled_mm  # noqa: E402
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
 
@@ -22,7 +30,9 @@ __all__ = [
     "add",
     "addmm",
     "bias_act",
+    "bias_act_amax",
     "bias_act_backward",
+    "bias_act_backward_amax",
     "cast_fp8",
     "cast_fp8_dynamic",
     "copy",
@@ -31,6 +41,7 @@ __all__ = [
     "ladder",
     "linear",
     "linear_act",
+    "linear_act_fp8",
     "linear_fp8",
     "mm",
     "mul",

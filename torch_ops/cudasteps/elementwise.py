@@ -57,6 +57,23 @@ def bias_act_backward(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.
     return _ops.bias_act_backward(grad, x, bias, act)
 
 
+def bias_act_amax(x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tuple:
+    """``(out, amax)``: ``out = bias_act(x, bias, act)`` and ``amax = out.abs().max()`` (float32,
+    0-dim; 0 for an empty ``x``; NaN if ``out`` holds one), taken in the same pass: the amax an FP8
+    cast of ``out`` needs for its dynamic scale (``cast_fp8_dynamic(out, ..., amax=amax)`` then
+    reads ``out`` once). ``x``: float32, float16 or bfloat16. Not differentiable (it runs inside
+    ``linear_act_fp8``'s autograd function); an input that requires grad is refused.
+    """
+    return _ops.bias_act_amax(x, bias, act)
+
+
+def bias_act_backward_amax(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tuple:
+    """``bias_act_backward``'s two gradients and the amax of the first (float32, 0-dim), taken in
+    the same pass (the e5m2 cast of that gradient reads it once). As :func:`bias_act_amax`, for
+    float32, float16 or bfloat16, and not differentiable."""
+    return _ops.bias_act_backward_amax(grad, x, bias, act)
+
+
 def add(self: torch.Tensor, other: Union[torch.Tensor, numbers.Number], *, alpha=1) -> torch.Tensor:
     """Return ``self + alpha * other``, as ``torch.add``.
 
@@ -238,9 +255,23 @@ def _bias_act_fake(x, bias, act="none"):
     return _empty_like_contiguous(x)
 
 
-@torch.library.register_fake("cudasteps::bias_act_backward")
-def _bias_act_backward_fake(grad, x, bias, act):
-    op = "bias_act_backward"
+def _check_amax_input(x, op):
+    _checks.check(
+        x.dtype in (torch.float32, torch.float16, torch.bfloat16),
+        op,
+        f"x must be Float or Half or BFloat16, got {_checks.dtype_name(x.dtype)}",
+    )
+
+
+@torch.library.register_fake("cudasteps::bias_act_amax")
+def _bias_act_amax_fake(x, bias, act):
+    op = "bias_act_amax"
+    _check_amax_input(x, op)
+    _check_bias_act(x, bias, act, op)
+    return _empty_like_contiguous(x), x.new_empty((), dtype=torch.float32)
+
+
+def _bias_act_backward_outputs(grad, x, bias, act, op):
     _check_float(x, op, "x")
     _checks.same_device(grad, x, op, "grad", "x")
     _checks.same_dtype(grad, x, op, "grad", "x")
@@ -250,6 +281,19 @@ def _bias_act_backward_fake(grad, x, bias, act):
     _check_act(act, op)
     grad_bias = None if bias is None else torch.empty(bias.shape, dtype=bias.dtype, device=bias.device)
     return _empty_like_contiguous(x), grad_bias
+
+
+@torch.library.register_fake("cudasteps::bias_act_backward")
+def _bias_act_backward_fake(grad, x, bias, act):
+    return _bias_act_backward_outputs(grad, x, bias, act, "bias_act_backward")
+
+
+@torch.library.register_fake("cudasteps::bias_act_backward_amax")
+def _bias_act_backward_amax_fake(grad, x, bias, act):
+    op = "bias_act_backward_amax"
+    _check_amax_input(x, op)
+    grad_x, grad_bias = _bias_act_backward_outputs(grad, x, bias, act, op)
+    return grad_x, grad_bias, x.new_empty((), dtype=torch.float32)
 
 
 def _binary_fake(self, other, op, alpha=None):

@@ -41,7 +41,10 @@ def cast_fp8(
 
 
 def cast_fp8_dynamic(
-    x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn, transpose: bool = False
+    x: torch.Tensor,
+    dtype: torch.dtype = torch.float8_e4m3fn,
+    transpose: bool = False,
+    amax: Optional[torch.Tensor] = None,
 ) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor, torch.Tensor]:
     """``(out, out_t, scale_inv, amax)``: ``x`` cast with its own dynamic per-tensor scale
     ``scale = FP8_MAX[dtype] / amax`` (``amax = max |x|``; the scale is 1 where ``amax`` is 0 or
@@ -49,9 +52,13 @@ def cast_fp8_dynamic(
     ``cast_fp8(x, scale, dtype, transpose)``'s; ``scale_inv = 1 / scale`` is the dequantization
     scale ``scaled_mm`` takes (``out.float() * scale_inv`` approximates ``x``). Everything stays on
     the device (no host sync): on CUDA two launches (an amax pass whose last block writes the
-    scales, then the cast), where the recipe in torch ops takes seven. Not differentiable.
+    scales, then the cast), where the recipe in torch ops takes seven. Given ``amax`` (``x``'s, a
+    float32 tensor of one element on ``x``'s device, as :func:`cudasteps.bias_act_amax` returns it
+    with the tensor it produced), one launch: the cast takes the scale from it and reads ``x``
+    once. The given amax is trusted: one below ``max |x|`` saturates the values above it. Not
+    differentiable.
     """
-    return _ops.cast_fp8_dynamic(x, dtype, transpose)
+    return _ops.cast_fp8_dynamic(x, dtype, transpose, amax)
 
 
 def run_ladder(
@@ -83,17 +90,15 @@ def _check_x_and_format(x, dtype, op):
     )
 
 
+def _check_per_tensor(t, x, op, arg, what):
+    _checks.check(t.dtype == torch.float32, op, f"{arg} must be float32, got {_checks.dtype_name(t.dtype)}")
+    _checks.check(t.numel() == 1, op, f"{arg} must have one element ({what}), got shape {list(t.shape)}")
+    _checks.same_device(t, x, op, arg, "x")
+
+
 def _check_cast_args(x, scale, dtype, op):
     _check_x_and_format(x, dtype, op)
-    _checks.check(
-        scale.dtype == torch.float32, op, f"scale must be float32, got {_checks.dtype_name(scale.dtype)}"
-    )
-    _checks.check(
-        scale.numel() == 1,
-        op,
-        f"scale must have one element (a per-tensor scale), got shape {list(scale.shape)}",
-    )
-    _checks.same_device(scale, x, op, "scale", "x")
+    _check_per_tensor(scale, x, op, "scale", "a per-tensor scale")
 
 
 def _cast_outputs(x, dtype, transpose):
@@ -111,8 +116,10 @@ def _cast_fp8_fake(x, scale, dtype, transpose=False):
 
 
 @torch.library.register_fake("cudasteps::cast_fp8_dynamic")
-def _cast_fp8_dynamic_fake(x, dtype, transpose=False):
+def _cast_fp8_dynamic_fake(x, dtype, transpose=False, amax=None):
     _check_x_and_format(x, dtype, "cast_fp8_dynamic")
+    if amax is not None:
+        _check_per_tensor(amax, x, "cast_fp8_dynamic", "amax", "x's amax")
     out, out_t, amax = _cast_outputs(x, dtype, transpose)
     return out, out_t, x.new_empty((), dtype=torch.float32), amax
 

@@ -18,7 +18,7 @@ operands (``a.t()``, linear's weight) are read in place where the kernel allows 
 are differentiable; their backward runs ``cudasteps.mm`` in the same dtype (the same kernels).
 """
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
@@ -256,6 +256,8 @@ def linear_fp8(
     weight: torch.Tensor,
     bias: Optional[torch.Tensor] = None,
     out_dtype: Optional[torch.dtype] = None,
+    *,
+    input_amax: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """``input @ weight.T + bias`` with input and weight cast to FP8 (e4m3), each with a per-tensor
     scale from its current amax (``448 / amax``: dynamic tensorwise scaling, torchao's default
@@ -270,8 +272,36 @@ def linear_fp8(
     (``out_dtype``, unless given), input and weight go to FP8 from their own dtypes (a float32
     input quantized once, not rounded to bf16 first), and the bias is added in the output's dtype,
     as ``F.linear`` under autocast adds it. ``cudasteps.nn.Linear(..., fp8=True)`` runs it.
+
+    ``input_amax``: ``input``'s amax (float32, one element, on ``input``'s device) where the op that
+    produced ``input`` took it (:func:`linear_act_fp8`'s second output): the input's cast then
+    reads it once instead of twice. Trusted as given (a smaller one saturates ``input``'s larger
+    values).
     """
-    return _ops.linear_fp8(input, weight, bias, out_dtype)
+    return _ops.linear_fp8(input, weight, bias, out_dtype, input_amax=input_amax)
+
+
+def linear_act_fp8(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    act: str = "gelu",
+    out_dtype: Optional[torch.dtype] = None,
+    *,
+    input_amax: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(out, amax)``: ``out = act(linear_fp8(input, weight) + bias)`` (``act`` one of
+    ``bias_act``'s) and ``amax = out.abs().max()`` (float32, 0-dim), the amax taken in the pass
+    that adds the bias and applies the activation. In an FP8 MLP the next layer takes it:
+    ``linear_fp8(out, w2, b2, input_amax=amax)`` casts ``out`` in one pass instead of two.
+    Differentiable in ``input``, ``weight`` and ``bias`` (not in ``amax``): the backward takes the
+    amax of the activation's gradient in the pass that computes it (``bias_act_backward_amax``),
+    so its e5m2 cast is one pass too. The same values and gradients as ``linear_fp8(input,
+    weight)`` followed by ``bias_act(., bias, act)``, bit for bit. ``bias``: float32 (added in
+    float32, as under autocast) or any other dtype of ``linear_fp8`` (cast to the output's).
+    ``input_amax`` and autocast as :func:`linear_fp8`. ``cudasteps.nn.MLP(..., fp8=True)`` runs it.
+    """
+    return _ops.linear_act_fp8(input, weight, bias, act, out_dtype, input_amax=input_amax)
 
 
 def run_linear_act_ladder(
@@ -465,7 +495,7 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
     return input.new_empty(shape), input.new_empty(shape)
 
 
-def _check_linear_fp8(input, weight, bias, out_dtype, op):
+def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):
     _checks.check(
         input.dim() >= 1,
         op,
@@ -503,17 +533,38 @@ def _check_linear_fp8(input, weight, bias, out_dtype, op):
             op,
             f"out_dtype must be Float or BFloat16 or Half, got {_checks.dtype_name(out_dtype)}",
         )
+    if input_amax is not None:
+        _checks.check(
+            input_amax.dtype == torch.float32,
+            op,
+            f"input_amax must be float32, got {_checks.dtype_name(input_amax.dtype)}",
+        )
+        _checks.check(
+            input_amax.numel() == 1,
+            op,
+            f"input_amax must have one element (input's amax), got shape {list(input_amax.shape)}",
+        )
+        _checks.same_device(input_amax, input, op, "input_amax", "input")
 
 
 @torch.library.register_fake("cudasteps::linear_fp8")
-def _linear_fp8_fake(input, weight, bias=None, out_dtype=None):
-    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8")
+def _linear_fp8_fake(input, weight, bias=None, out_dtype=None, *, input_amax=None):
+    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8", input_amax)
     return input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=out_dtype or input.dtype)
 
 
+@torch.library.register_fake("cudasteps::linear_act_fp8")
+def _linear_act_fp8_fake(input, weight, bias=None, act="gelu", out_dtype=None, *, input_amax=None):
+    op = "linear_act_fp8"
+    _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax)
+    _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
+    out = input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=out_dtype or input.dtype)
+    return out, input.new_empty((), dtype=torch.float32)
+
+
 @torch.library.register_fake("cudasteps::linear_fp8_aux")
-def _linear_fp8_aux_fake(input, weight, bias, out_dtype):
-    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8_aux")
+def _linear_fp8_aux_fake(input, weight, bias, out_dtype, input_amax):
+    _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8_aux", input_amax)
     k, n = weight.shape[1], weight.shape[0]
     m = input.numel() // k if k else 0
     out = input.new_empty((*input.shape[:-1], n), dtype=out_dtype or input.dtype)

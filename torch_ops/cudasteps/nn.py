@@ -44,7 +44,8 @@ class Linear(nn.Module):
     FP8 (e4m3) with per-tensor scales from their current amax, the output gradient to e5m2, the
     three products on ``cudasteps.scaled_mm``; the parameters and their gradients keep their dtype
     (the master weights), so the optimizer is unchanged. Under autocast the output is in the
-    autocast dtype.
+    autocast dtype. Inside a :class:`LinearAct` (an activation after the layer) it runs
+    ``cudasteps.linear_act_fp8``.
     """
 
     __constants__ = ["in_features", "out_features", "fp8"]
@@ -79,18 +80,26 @@ class Linear(nn.Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: torch.Tensor, act: str = "none") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, act: str = "none", *, input_amax=None, with_amax: bool = False):
         # act: the activation a LinearAct that holds this layer applies in the epilogue. Passed
         # through this call (not read off self.weight by the LinearAct) so that hooks on this
-        # module, such as FSDP2's unsharding of its parameters, run.
+        # module, such as FSDP2's unsharding of its parameters, run. input_amax and with_amax
+        # (FP8 mode; MLP passes them): x's amax where the layer before took it, and whether to
+        # return (out, out's amax) for the layer after (None where this layer took none).
         if self.fp8:
             if act == "none":
-                return torch.ops.cudasteps.linear_fp8(x, self.weight, self.bias)
-            # With an activation the bias goes to bias_act, which adds it in the pass it makes
-            # anyway and whose backward returns its gradient from that pass: given to linear_fp8,
-            # the backward would read the whole output gradient once more for its column sums.
-            out = torch.ops.cudasteps.linear_fp8(x, self.weight, None)
-            return torch.ops.cudasteps.bias_act(out, self.bias, act)
+                out = torch.ops.cudasteps.linear_fp8(x, self.weight, self.bias, input_amax=input_amax)
+                return (out, None) if with_amax else out
+            # With an activation the bias goes to the bias-and-activation pass of linear_act_fp8,
+            # which adds it in the pass it makes anyway and whose backward returns its gradient
+            # from that pass (given to the product, the backward would read the whole output
+            # gradient once more for its column sums); that pass also takes the output's amax.
+            out, amax = torch.ops.cudasteps.linear_act_fp8(
+                x, self.weight, self.bias, act, input_amax=input_amax
+            )
+            return (out, amax) if with_amax else out
+        if with_amax:
+            raise ValueError("with_amax is for fp8=True layers")
         if act == "none":
             return torch.ops.cudasteps.linear(x, self.weight, self.bias)
         return torch.ops.cudasteps.linear_act(x, self.weight, self.bias, act)
@@ -200,8 +209,10 @@ class LinearAct(nn.Sequential):
         super().__init__(linear, _ACT_MODULES[act]())
         self.act = act
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self[0](x, self.act)  # the activation module at [1] is for structure and repr only
+    def forward(self, x: torch.Tensor, *, input_amax=None, with_amax: bool = False):
+        # The activation module at [1] is for structure and repr only. input_amax, with_amax: see
+        # Linear.forward (an FP8 MLP threads the amax from layer to layer).
+        return self[0](x, self.act, input_amax=input_amax, with_amax=with_amax)
 
 
 class MLP(nn.Module):
@@ -214,8 +225,11 @@ class MLP(nn.Module):
     a pass of its own, forward or backward. Parameters are initialised as a stack of
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
     bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
-    (keyword only) puts every layer in :class:`Linear`'s FP8 mode (``cudasteps.linear_fp8``; the
-    hidden layers' bias and activation then run in ``bias_act`` after it).
+    (keyword only) puts every layer in :class:`Linear`'s FP8 mode: each hidden layer is one
+    ``cudasteps.linear_act_fp8`` (the FP8 product, then the bias and activation in one pass that
+    also takes the output's amax), and each next layer takes that amax as ``input_amax``, so no
+    layer reads its input an extra time for its FP8 scale; in the backward the activation's
+    derivative pass takes the amax of the gradient it writes, for that gradient's e5m2 cast.
     """
 
     def __init__(self, dims: Sequence[int], act: str = "gelu", device=None, dtype=None, *, fp8: bool = False):
@@ -232,9 +246,15 @@ class MLP(nn.Module):
         self.layers = nn.Sequential(*layers)
         self.dims = list(dims)
         self.act = act
+        self.fp8 = fp8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
+        if not self.fp8:
+            return self.layers(x)
+        amax = None  # the amax of x as the next layer reads it, where the layer before took it
+        for layer in self.layers[:-1]:
+            x, amax = layer(x, input_amax=amax, with_amax=True)
+        return self.layers[-1](x, input_amax=amax)
 
     def linear_params(self) -> list:
         """``[(weight, bias), ...]``, one pair per layer, input layer first."""
