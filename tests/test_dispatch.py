@@ -19,7 +19,9 @@ PUBLIC_OPS = [
     "transpose", "transpose_",
     "sum",
     "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm", "linear_fp8",
-    "bias_act", "bias_act_backward", "add", "mul", "sum_leading",
+    "linear_act_fp8",
+    "bias_act", "bias_act_backward", "bias_act_amax", "bias_act_backward_amax",
+    "add", "mul", "sum_leading",
     "cast_fp8", "cast_fp8_dynamic",
 ]  # fmt: skip
 # Backward helpers: called by autograd, not differentiated themselves.

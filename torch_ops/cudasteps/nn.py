@@ -246,15 +246,16 @@ class MLP(nn.Module):
         self.layers = nn.Sequential(*layers)
         self.dims = list(dims)
         self.act = act
-        self.fp8 = fp8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.fp8:
+        *hidden, last = self.layers
+        # (Each layer's own fp8 flag: a layer may be switched after construction.)
+        if not last.fp8 and not any(layer[0].fp8 for layer in hidden):
             return self.layers(x)
         amax = None  # the amax of x as the next layer reads it, where the layer before took it
-        for layer in self.layers[:-1]:
-            x, amax = layer(x, input_amax=amax, with_amax=True)
-        return self.layers[-1](x, input_amax=amax)
+        for layer in hidden:
+            x, amax = layer(x, input_amax=amax, with_amax=True) if layer[0].fp8 else (layer(x), None)
+        return last(x, input_amax=amax) if last.fp8 else last(x)
 
     def linear_params(self) -> list:
         """``[(weight, bias), ...]``, one pair per layer, input layer first."""
