@@ -331,7 +331,8 @@ void refuse_grad(const at::Tensor& x, const OptTensor& bias, const char* op) {
                   "amax (as linear_act_fp8 does), or call bias_act");
 }
 
-std::tuple<at::Tensor, at::Tensor> bias_act_amax_autograd(const at::Tensor& x, const OptTensor& bias,
+std::tuple<at::Tensor, at::Tensor> bias_act_amax_autograd(const at::Tensor& x,
+                                                          const OptTensor& bias,
                                                           c10::string_view act) {
   refuse_grad(x, bias, "bias_act_amax");
   static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(

@@ -1,8 +1,8 @@
 // CUDA bias_act, ladder_bias_act, bias_act_backward (and the _amax forms of both) and sum_leading:
-// the host side. Checks the
-// arguments (elementwise.h, the same checks and messages as the CPU ops), allocates the outputs,
-// makes the inputs contiguous, dispatches on the dtype and calls the launchers of launch.h
-// (bias_act_cuda.cu, inst_backward_*.cu) on the current stream under a device guard.
+// the host side. Checks the arguments (elementwise.h, the same checks and messages as the CPU
+// ops), allocates the outputs, makes the inputs contiguous, dispatches on the dtype and calls the
+// launchers of launch.h (bias_act_cuda.cu, inst_backward_*.cu) on the current stream under a
+// device guard.
 // kernels.cuh says how the kernels work.
 //
 // Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's

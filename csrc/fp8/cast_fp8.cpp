@@ -152,7 +152,8 @@ CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::
     const SrcType src = src_type(x);
     const Fp8Kind kind = dtype == at::kFloat8_e4m3fn ? Fp8Kind::kE4M3 : Fp8Kind::kE5M2;
     const at::Tensor s = scale.contiguous();
-    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, CastScale{s.const_data_ptr<float>()},
+    launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols,
+                    CastScale{s.const_data_ptr<float>()},
                     static_cast<uint8_t*>(out.data_ptr()),
                     transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
                     static_cast<unsigned*>(amax.data_ptr()), sm_count(),
@@ -221,8 +222,9 @@ DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, b
   launch_amax_scale(src, xc.const_data_ptr(), n, float(fp8_max(dtype)), grid, partials, ticket,
                     scale.data_ptr<float>(), scale_inv.data_ptr<float>(), amax.data_ptr<float>(),
                     stream);
-  launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, CastScale{scale.const_data_ptr<float>()},
-                  out_ptr, out_t_ptr, /*amax_bits=*/nullptr, sms, stream);
+  launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols,
+                  CastScale{scale.const_data_ptr<float>()}, out_ptr, out_t_ptr,
+                  /*amax_bits=*/nullptr, sms, stream);
   return {out, out_t, scale_inv, amax};
 }
 

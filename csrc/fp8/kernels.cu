@@ -3,8 +3,8 @@
 // while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree) and
 // folded into the output amax with one atomicMax per block (none for cast_fp8_dynamic, whose
 // amax_scale_kernel, further down, takes the amax first, or whose caller gives the amax that x's
-// producer took: then each block computes the scale from it, CastScale). The forms, which are also the steps
-// of the cast's ladder (ladder_cast_fp8, CastForm):
+// producer took: then each block computes the scale from it, CastScale). The forms, which are
+// also the steps of the cast's ladder (ladder_cast_fp8, CastForm):
 //   tile32          cast_fp8_kernel: 32 x 32 tiles, one element per thread per access: 2- or 4-byte
 //                   loads and byte stores. Any shape; what runs when the vector forms cannot.
 //   vec16           cast_fp8_vec_kernel: 64 x 64 tiles, 16 elements per thread: 16-byte loads, and

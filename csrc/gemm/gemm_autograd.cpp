@@ -1,8 +1,9 @@
-// Autograd for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8. The backward runs cudasteps::mm on
-// transposed views, which the kernels read in place (a transposed view is a column-major operand),
-// so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (linear_fp8: scaled_mm on
-// the FP8 transposes its forward kept). Bias and broadcast-self gradients are reductions through
-// cudasteps::sum, or (linear_act) the column sums of bias_act_backward.
+// Autograd for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8. The backward runs
+// cudasteps::mm on transposed views, which the kernels read in place (a transposed view is a
+// column-major operand), so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (the
+// FP8 linears: scaled_mm on the FP8 transposes their forward kept). Bias and broadcast-self
+// gradients are reductions through cudasteps::sum, or (linear_act, linear_act_fp8) the column
+// sums of bias_act_backward.
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -262,7 +263,8 @@ at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Te
 
 // What an FP8 linear's forward keeps for its backward: the FP8 transposes x8_t [K, M] and
 // w8_t [K, N] and their dequantization scales (a quarter of a float32 input's bytes), and the
-// dtypes the gradients come back in. Saved by forward_fp8_saved, read by fp8_linear_grads.
+// dtypes the gradients come back in (extra: what a caller keeps after them). Read by
+// fp8_linear_grads.
 void save_fp8_linear(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                      const at::Tensor& x8_t, const at::Tensor& w8_t, const at::Tensor& inv_x,
                      const at::Tensor& inv_w, std::vector<at::Tensor> extra = {}) {
@@ -318,7 +320,7 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
-    if (!grad.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (!grad.defined()) return variable_list(5);
     auto [grad_input, grad_weight] = fp8_linear_grads(ctx, grad, c10::nullopt);
     at::Tensor grad_bias;
     const int64_t bias_dtype = ctx->saved_data["bias_dtype"].toInt();

@@ -62,7 +62,8 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   // Each operand with its dequantization scale 1 / scale (scaled_mm's, and the backward's).
   auto [x8, x8_t, inv_x, amax_x] =
       fp8::cast_fp8_dynamic_call(x, at::kFloat8_e4m3fn, transposes, input_amax);
-  auto [w8, w8_t, inv_w, amax_w] = fp8::cast_fp8_dynamic_call(weight, at::kFloat8_e4m3fn, transposes);
+  auto [w8, w8_t, inv_w, amax_w] =
+      fp8::cast_fp8_dynamic_call(weight, at::kFloat8_e4m3fn, transposes);
   // The bias in the output's dtype, as F.linear under autocast casts it: scaled_mm's FP8 kernel
   // adds a bias of the output's type in its epilogue, where a float32 bias under a bf16 output
   // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
@@ -93,12 +94,10 @@ Fp8Parts linear_fp8_aux_kernel(const at::Tensor& input, const at::Tensor& weight
 
 // linear_act_fp8 without autograd (inference, and the Autograd kernel when nothing needs a
 // gradient): the product without bias, then bias + act and the amax in one pass.
-std::tuple<at::Tensor, at::Tensor> linear_act_fp8_kernel(const at::Tensor& input,
-                                                         const at::Tensor& weight,
-                                                         const c10::optional<at::Tensor>& bias,
-                                                         c10::string_view act,
-                                                         c10::optional<at::ScalarType> out_dtype,
-                                                         const c10::optional<at::Tensor>& input_amax) {
+std::tuple<at::Tensor, at::Tensor> linear_act_fp8_kernel(
+    const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+    c10::string_view act, c10::optional<at::ScalarType> out_dtype,
+    const c10::optional<at::Tensor>& input_amax) {
   constexpr const char* op = "linear_act_fp8";
   check_linear_fp8_args(input, weight, bias, out_dtype, input_amax, op);
   elementwise::parse_act(act, op);
