@@ -1,7 +1,8 @@
 """fp8 family: cast_fp8 (x to FP8 with a scale, its FP8 transpose and max |x|, in one pass) and
 cast_fp8_dynamic (the scale from x's own amax) against what a user writes in torch (eager, and the
 same under torch.compile): the amax, the scale, the scaled and clamped cast, and the transpose as
-separate ops.
+separate ops; and an FP8 MLP's hidden activation (bias, GELU and the cast of the result), with
+the amax taken where it is produced (bias_act_amax) or by a pass of its own.
 
 GB/s counts the bytes one pass must move: x read once, the FP8 output and its transpose written
 (one byte each), so the percentage is the fraction of the copy bandwidth.
@@ -9,6 +10,7 @@ GB/s counts the bytes one pass must move: x read once, the FP8 output and its tr
 
 import cudasteps
 import torch
+import torch.nn.functional as F
 from cudasteps.fp8 import FP8_MAX
 
 
@@ -113,10 +115,64 @@ def _ladder(bench, shape, dtype):
         )
 
 
+def _torch_hidden(h_pre, bias):
+    """An FP8 MLP's hidden activation in torch ops: bias and GELU, then the dynamic cast of the
+    result (what the next FP8 linear reads)."""
+    h = F.gelu(h_pre + bias.to(h_pre.dtype))
+    return (h, *_torch_dynamic_cast(h))
+
+
+def _hidden_case(bench, shape):
+    """The hidden activation of an FP8 MLP (cudasteps.nn.MLP(fp8=True)): h = gelu(h_pre + b) (the
+    autograd output, bf16) and h's FP8 cast with its transpose for the next layer. `two_pass`:
+    bias_act, then cast_fp8_dynamic (its amax pass reads h again: what the MLP ran before
+    linear_act_fp8); `cudasteps`: bias_act_amax (the amax taken as h is written), then
+    cast_fp8_dynamic with that amax (linear_act_fp8 and the next linear_fp8's input_amax). GB/s
+    counts h_pre read, h written, h read and its two FP8 copies written: 8 bytes per element."""
+    rows, cols = shape
+
+    def make(seed):
+        g = torch.Generator(device=bench.device).manual_seed(seed)
+        h_pre = (torch.randn(rows, cols, generator=g, device=bench.device) * 2).to(torch.bfloat16)
+        return (h_pre, torch.randn(cols, generator=g, device=bench.device))
+
+    e4m3 = torch.float8_e4m3fn
+
+    def two_pass(h_pre, bias):
+        h = cudasteps.bias_act(h_pre, bias, "gelu")
+        return (h, *cudasteps.cast_fp8_dynamic(h, e4m3, True))
+
+    def fused_amax(h_pre, bias):
+        h, amax = cudasteps.bias_act_amax(h_pre, bias, "gelu")
+        return (h, *cudasteps.cast_fp8_dynamic(h, e4m3, True, amax))
+
+    moved = rows * cols * 8
+    # The ladder: two_pass, then amax_fused (what cudasteps runs, timed again as the ladder's step).
+    impls = [
+        ("torch", _torch_hidden),
+        ("cudasteps", fused_amax),
+        ("ladder:two_pass", two_pass),
+        ("ladder:amax_fused", fused_amax),
+    ]
+    if bench.is_cuda:
+        impls.insert(1, ("torch.compile", torch.compile(_torch_hidden)))
+    for impl, ms in bench.time_many(impls, bench.rotation(make, rows * cols * 2)).items():
+        bench.record(
+            op="fp8_hidden",
+            case=f"{rows}x{cols} bfloat16: gelu(x + b), then e4m3 + transpose, scale from amax",
+            impl=impl,
+            dtype=torch.bfloat16,
+            shape=[rows, cols],
+            ms=ms,
+            bytes=moved,
+        )
+
+
 def run(bench):
     if not bench.is_cuda:
         _case(bench, (512, 768), torch.bfloat16)
         _dynamic_case(bench, (512, 768), torch.bfloat16)
+        _hidden_case(bench, (512, 768))
         return
     shapes = [(8192, 8192), (16384, 2048), (8192, 2048)] if not bench.quick else [(8192, 8192)]
     for shape in shapes:
@@ -125,6 +181,7 @@ def run(bench):
     for shape, dtype in (((8192, 8192), torch.bfloat16), ((8192, 2048), torch.float32)):
         _dynamic_case(bench, shape, dtype)
     _ladder(bench, (8192, 8192), torch.bfloat16)
+    _hidden_case(bench, (8192, 8192))
     bench.section(
         "fp8 (cast, transpose, amax)",
         "`cudasteps.cast_fp8(x, scale, float8_e4m3fn, transpose=True)`: the FP8 cast of x (scaled, "
@@ -140,5 +197,12 @@ def run(bench):
         "`cast_fp8_dynamic` rows: the scale taken from x's own amax (dynamic tensorwise scaling, "
         "torchao's default recipe and linear_fp8's), so x is read twice; GB/s counts both reads. "
         "torch: amax, scale, cast, transpose and the reciprocal as separate ops; cudasteps: an "
-        "amax pass whose last block writes the scales, then the cast.",
+        "amax pass whose last block writes the scales, then the cast. "
+        "`fp8_hidden` rows: the hidden activation of an FP8 MLP, h = gelu(h_pre + b) in bf16 (the "
+        "autograd output) and h's dynamic FP8 cast with its transpose (the next layer's input); "
+        "`ladder:two_pass` is bias_act then cast_fp8_dynamic (h read twice more), "
+        "`ladder:amax_fused` and `cudasteps` bias_act_amax (the amax taken as h is written) then "
+        "cast_fp8_dynamic with that amax (what linear_act_fp8 and the next linear_fp8 run); GB/s "
+        "counts 8 bytes per element (h_pre read, h written and read once, two FP8 copies "
+        "written).",
     )
