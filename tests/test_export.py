@@ -11,6 +11,10 @@ the process running it must have imported cudasteps.
 AOTInductor compiles generated C++ with the system compiler (about 20 s for the CPU package on a
 2-core machine). The package calls each cudasteps op through AOTInductor's proxy executor (the
 dispatcher), as its extern-node list shows.
+
+An FP8 MLP (``cudasteps.nn.MLP(fp8=True)``) is exported the same way: its ``linear_act_fp8`` and
+``linear_fp8`` nodes, with each hidden layer's amax handed to the next layer, and its outputs equal
+to the eager model's.
 """
 
 import json
@@ -184,3 +188,26 @@ def test_aoti_package_cpu(tmp_path):
 @requires_cuda
 def test_aoti_package_cuda(tmp_path):
     _aoti_roundtrip("cuda", tmp_path)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_export_fp8_mlp(device):
+    """cudasteps.nn.MLP(fp8=True) exports with its FP8 ops as nodes (a hidden layer's
+    linear_act_fp8, whose amax the next layer's linear_fp8 takes as input_amax) and the exported
+    program returns the eager model's outputs, bit for bit, at the traced batch and another."""
+    torch.manual_seed(0)
+    model = cudasteps.nn.MLP([D_IN, HIDDEN, HIDDEN, D_OUT], "gelu", fp8=True).to(device)
+    x = make_tensor((33, D_IN), torch.float32, device, seed=3)
+    ep = _export(model, x)
+    ops = _cudasteps_ops_in(ep.graph_module)
+    assert {"linear_act_fp8", "linear_fp8"} <= ops, sorted(ops)
+    # The amax each hidden layer returns feeds the next layer (no amax pass of its input there);
+    # the first layer's input, x, comes with none.
+    names = ("cudasteps.linear_act_fp8.default", "cudasteps.linear_fp8.default")
+    layers = [n for n in ep.graph_module.graph.nodes if str(n.target) in names]
+    assert [str(n.target) for n in layers] == [names[0], names[0], names[1]], layers
+    assert [n.kwargs.get("input_amax") is not None for n in layers] == [False, True, True], layers
+    for batch, seed in ((33, 3), (7, 4)):
+        xb = make_tensor((batch, D_IN), torch.float32, device, seed=seed)
+        with torch.no_grad():
+            assert torch.equal(ep.module()(xb), model(xb)), batch

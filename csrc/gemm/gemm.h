@@ -160,13 +160,15 @@ inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& wei
   check_dtype(input, op, "input", {at::kFloat, at::kBFloat16, at::kHalf});
   check_dtype(weight, op, "weight", {at::kFloat, at::kBFloat16, at::kHalf});
   check_same_device(weight, input, op, "weight", "input");
-  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op,
-                  "weight.size(1) must equal input.size(-1) (", input.size(-1), "), got ",
-                  weight.size(1));
+  // Sizes read symbolically: linear_act_fp8's Autograd kernel runs these checks on the tensors
+  // torch.export traces, where reading input's sizes as integers would fix its batch dimension.
+  CUDASTEPS_CHECK(weight.sym_size(1) == input.sym_size(-1), op,
+                  "weight.size(1) must equal input.size(-1) (", input.sym_size(-1), "), got ",
+                  weight.sym_size(1));
   if (bias.has_value() && bias->defined()) {
     check_dim(*bias, 1, op, "bias");
-    CUDASTEPS_CHECK(bias->size(0) == weight.size(0), op, "bias must have shape [", weight.size(0),
-                    "], got shape ", bias->sizes());
+    CUDASTEPS_CHECK(bias->sym_size(0) == weight.sym_size(0), op, "bias must have shape [",
+                    weight.sym_size(0), "], got shape ", bias->sym_sizes());
     check_dtype(*bias, op, "bias", {at::kFloat, at::kBFloat16, at::kHalf});
     check_same_device(*bias, input, op, "bias", "input");
   }
