@@ -52,6 +52,20 @@ def _cases():
             (x, y, c, torch.tensor(0.5)),
         ),
         ("bias_act", lambda t: cudasteps.bias_act(t[0], t[1], "gelu"), lambda t: F.gelu(t[0] + t[1]), (x, b)),
+        (
+            # The amax taken in the pass (the kernel's atomic fold on cuda:1's word).
+            "bias_act_amax",
+            lambda t: cudasteps.bias_act_amax(t[0], t[1], "gelu")[1],
+            lambda t: F.gelu(t[0] + t[1]).abs().max(),
+            (x, b),
+        ),
+        (
+            # The one-pass cast's dequantization scale, from the amax given on cuda:1.
+            "cast_fp8_dynamic amax",
+            lambda t: cudasteps.cast_fp8_dynamic(t[0], torch.float8_e4m3fn, True, t[0].abs().max())[2],
+            lambda t: t[0].abs().max() / 448,
+            (x,),
+        ),
         ("add", lambda t: cudasteps.add(t[0], t[1], alpha=2), lambda t: t[0] + 2 * t[1], (x, b)),
         ("mul", lambda t: cudasteps.mul(t[0], t[1]), lambda t: t[0] * t[1], (x, b)),
     ]
@@ -66,6 +80,28 @@ def test_op_runs_on_cuda1_from_cuda0_context(name, op, ref, args):
     assert out.device == torch.device(DEV)
     want = ref(tuple(a.double() for a in args))
     assert rel_err(out, want) < TOLERANCE.get(name, 1e-5), name
+
+
+def test_fp8_mlp_on_cuda1_from_cuda0_context():
+    """cudasteps.nn.MLP(fp8=True) on cuda:1 (linear_act_fp8 handing its amax to linear_fp8, and the
+    backward's amax pass) while cuda:0 is current: the output and gradients equal the unfused
+    chain's on cuda:1, bit for bit."""
+    torch.cuda.set_device(0)
+    torch.manual_seed(0)
+    mlp = cudasteps.nn.MLP([45, 64, 33], "gelu", fp8=True).to(DEV)
+    x = make_tensor((67, 45), torch.float32, DEV, seed=5).requires_grad_()
+    xr = x.detach().clone().requires_grad_()
+    (w1, b1), (w2, b2) = mlp.linear_params()
+    refs = [t.detach().clone().requires_grad_() for t in (w1, b1, w2, b2)]
+    out = mlp(x)
+    ref = cudasteps.linear_fp8(cudasteps.bias_act(cudasteps.linear_fp8(xr, refs[0]), refs[1], "gelu"), *refs[2:])
+    assert out.device == torch.device(DEV) and torch.equal(out, ref)
+    g = make_tensor(out.shape, torch.float32, DEV, seed=6)
+    out.backward(g)
+    ref.backward(g)
+    assert torch.equal(x.grad, xr.grad)
+    for p, r in zip((w1, b1, w2, b2), refs):
+        assert torch.equal(p.grad, r.grad)
 
 
 def test_op_on_cuda1_side_stream():
