@@ -64,27 +64,16 @@ void check_x_and_format(const at::Tensor& x, at::ScalarType dtype, const char* o
                   "dtype must be Float8_e4m3fn or Float8_e5m2, got ", dtype);
 }
 
-// A per-tensor float32 value on x's device (a scale, an amax), named `arg`.
-void check_per_tensor(const at::Tensor& t, const at::Tensor& x, const char* op, const char* arg,
-                      const char* what) {
-  check_defined(t, op, arg);
-  CUDASTEPS_CHECK(t.scalar_type() == at::kFloat, op, arg, " must be float32, got ",
-                  t.scalar_type());
-  CUDASTEPS_CHECK(t.numel() == 1, op, arg, " must have one element (", what, "), got shape ",
-                  t.sizes());
-  check_same_device(t, x, op, arg, "x");
-}
-
 void check_cast_args(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
                      const char* op) {
   check_x_and_format(x, dtype, op);
-  check_per_tensor(scale, x, op, "scale", "a per-tensor scale");
+  check_per_tensor(scale, x, op, "scale", "a per-tensor scale", "x");
 }
 
 void check_dynamic_args(const at::Tensor& x, at::ScalarType dtype,
                         const c10::optional<at::Tensor>& amax) {
   check_x_and_format(x, dtype, kDynamicOp);
-  if (amax.has_value()) check_per_tensor(*amax, x, kDynamicOp, "amax", "x's amax");
+  if (amax.has_value()) check_per_tensor(*amax, x, kDynamicOp, "amax", "x's amax", "x");
 }
 
 // x as [rows, cols], cols its last dimension.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "common/checks.h"
 #include "common/typed_op.h"
 
 namespace cudasteps {
@@ -38,6 +39,19 @@ inline at::Tensor scale_from_amax(const at::Tensor& amax, at::ScalarType format)
   // A true division (ATen's `Scalar / Tensor` multiplies by the reciprocal: two roundings).
   const at::Tensor largest = at::scalar_tensor(fp8_max(format), amax.options());
   return at::where(amax > 0, largest.div(amax), at::Scalar(1.0));
+}
+
+// A per-tensor float32 value (a scale, an amax) named `arg`: defined, float32, one element, on the
+// device of `ref` (named `ref_arg`). cast_fp8's scale, cast_fp8_dynamic's amax, linear_fp8's
+// input_amax.
+inline void check_per_tensor(const at::Tensor& t, const at::Tensor& ref, const char* op,
+                             const char* arg, const char* what, const char* ref_arg) {
+  check_defined(t, op, arg);
+  CUDASTEPS_CHECK(t.scalar_type() == at::kFloat, op, arg, " must be float32, got ",
+                  t.scalar_type());
+  CUDASTEPS_CHECK(t.numel() == 1, op, arg, " must have one element (", what, "), got shape ",
+                  t.sizes());
+  check_same_device(t, ref, op, arg, ref_arg);
 }
 
 // cast_fp8_dynamic's result: (out, out_t, scale_inv, amax).

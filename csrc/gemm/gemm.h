@@ -17,6 +17,7 @@
 #include "common/checks.h"
 #include "common/typed_op.h"
 #include "elementwise/elementwise.h"  // parse_act: linear_act's activation names
+#include "fp8/fp8.h"                  // check_per_tensor: linear_fp8's input_amax
 
 namespace cudasteps {
 namespace gemm {
@@ -178,13 +179,7 @@ inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& wei
                     "out_dtype must be Float or BFloat16 or Half, got ", o);
   }
   if (input_amax.has_value()) {
-    const at::Tensor& a = *input_amax;
-    check_defined(a, op, "input_amax");
-    CUDASTEPS_CHECK(a.scalar_type() == at::kFloat, op, "input_amax must be float32, got ",
-                    a.scalar_type());
-    CUDASTEPS_CHECK(a.numel() == 1, op,
-                    "input_amax must have one element (input's amax), got shape ", a.sizes());
-    check_same_device(a, input, op, "input_amax", "input");
+    fp8::check_per_tensor(*input_amax, input, op, "input_amax", "input's amax", "input");
   }
 }
 

@@ -90,10 +90,12 @@ def _check_x_and_format(x, dtype, op):
     )
 
 
-def _check_per_tensor(t, x, op, arg, what):
+def _check_per_tensor(t, x, op, arg, what, x_arg="x"):
+    """A per-tensor float32 value (a scale, an amax) named `arg`, on the device of `x` (named
+    `x_arg`): fp8.h's check_per_tensor (also linear_fp8's input_amax)."""
     _checks.check(t.dtype == torch.float32, op, f"{arg} must be float32, got {_checks.dtype_name(t.dtype)}")
     _checks.check(t.numel() == 1, op, f"{arg} must have one element ({what}), got shape {list(t.shape)}")
-    _checks.same_device(t, x, op, arg, "x")
+    _checks.same_device(t, x, op, arg, x_arg)
 
 
 def _check_cast_args(x, scale, dtype, op):

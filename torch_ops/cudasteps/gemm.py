@@ -23,6 +23,7 @@ from typing import Optional, Tuple
 import torch
 
 from . import _checks
+from .fp8 import _check_per_tensor
 
 _ops = torch.ops.cudasteps
 # The hot ops' overloads, bound once: calling an OpOverload skips the packet's overload lookup.
@@ -534,17 +535,7 @@ def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):
             f"out_dtype must be Float or BFloat16 or Half, got {_checks.dtype_name(out_dtype)}",
         )
     if input_amax is not None:
-        _checks.check(
-            input_amax.dtype == torch.float32,
-            op,
-            f"input_amax must be float32, got {_checks.dtype_name(input_amax.dtype)}",
-        )
-        _checks.check(
-            input_amax.numel() == 1,
-            op,
-            f"input_amax must have one element (input's amax), got shape {list(input_amax.shape)}",
-        )
-        _checks.same_device(input_amax, input, op, "input_amax", "input")
+        _check_per_tensor(input_amax, input, op, "input_amax", "input's amax", "input")
 
 
 @torch.library.register_fake("cudasteps::linear_fp8")
