@@ -210,6 +210,68 @@ def run_linear_act(bench):
     )
 
 
+# The hidden gradient of the FFN's backward, grad_h = (grad_y @ W2) * gelu'(h_pre) with the bias
+# gradient, and of a LLaMA-sized down projection: (tokens, D -> H), bf16.
+MM_BIAS_ACT_BACKWARD_SHAPES = [(8192, 2048, 8192), (4096, 4096, 11008)]
+
+
+def _torch_mm_gelu_backward(g, w, x, b):
+    # What eager torch runs for this step of an FFN's backward: the GEMM, GELU's backward on the
+    # pre-activation (x + b, which autograd keeps), then the bias gradient's column sums.
+    grad = torch.ops.aten.gelu_backward(g @ w, x + b, approximate="tanh")
+    return grad, grad.sum(0)
+
+
+def run_mm_bias_act_backward(bench):
+    """The fused backward (the activation's derivative and the bias gradient in the GEMM's
+    epilogue) against torch eager (mm, gelu_backward, sum), torch.compile of the same (inductor
+    fuses the derivative and the column sums into its kernels after cuBLAS), and cudasteps' two
+    passes (mm, then bias_act_backward). CUDA only."""
+    if not bench.is_cuda:
+        return
+    dtype = torch.bfloat16
+    compiled = torch.compile(_torch_mm_gelu_backward)
+    impls = [
+        ("torch", _torch_mm_gelu_backward),
+        ("torch.compile", compiled),
+        ("cudasteps", lambda g, w, x, b: cudasteps.mm_bias_act_backward(g, w, x, b, "gelu_tanh")),
+        ("ladder:two_pass", lambda g, w, x, b: cudasteps.bias_act_backward(g @ w, x, b, "gelu_tanh")),
+    ]
+    shapes = MM_BIAS_ACT_BACKWARD_SHAPES[:1] if bench.quick else MM_BIAS_ACT_BACKWARD_SHAPES
+    for m, d, n in shapes:
+
+        def make(seed, m=m, d=d, n=n):
+            gen = torch.Generator(device=bench.device).manual_seed(seed)
+            g = (torch.randn(m, d, generator=gen, device=bench.device) / d**0.5).to(dtype)
+            w = torch.randn(d, n, generator=gen, device=bench.device).to(dtype)
+            x = torch.randn(m, n, generator=gen, device=bench.device).to(dtype)
+            b = torch.randn(n, generator=gen, device=bench.device).to(dtype)
+            return (g, w, x, b)
+
+        inputs = bench.rotation(make, 2 * (m * d + d * n + m * n + n))
+        for impl, ms in bench.time_many(impls, inputs).items():
+            bench.record(
+                op="mm_bias_act_backward",
+                case=f"{m} x ({d} -> {n}) gelu_tanh' + bias grad bf16",
+                impl=impl,
+                dtype=dtype,
+                shape=[m, n, d],
+                ms=ms,
+                flops=2 * m * n * d,
+            )
+    bench.section(
+        "mm_bias_act_backward (fused backward epilogue)",
+        "`cudasteps.mm_bias_act_backward(g, w, x, b, \"gelu_tanh\")`: the hidden gradient of an "
+        "FFN's backward, `(g @ w) * gelu'(x + b)`, and its bias gradient (the column sums), as "
+        "`cudasteps.nn.MLP`'s backward runs it (`linear_act_linear`). On Hopper one GEMM whose "
+        "epilogue applies the derivative to the product as mm writes it and sums the values it "
+        "wrote per 32 rows (a deterministic second pass adds those up), against torch eager (`g @ "
+        "w`, `aten.gelu_backward`, `.sum(0)`), torch.compile of the same (inductor's kernels after "
+        "cuBLAS) and `ladder:two_pass`, cudasteps' two passes (`mm`, then `bias_act_backward`: "
+        "what the layers' own nodes run). TFLOP/s counts the GEMM.",
+    )
+
+
 # The scaled FP8 GEMM's shapes (M, N, K): squares, the FFN's forward and backward shapes (as
 # torch._scaled_mm's anchors), and one torch._scaled_mm refuses (K not a multiple of 16).
 SCALED_MM_SHAPES = [
@@ -427,6 +489,7 @@ def run(bench):
 
     run_tensor_cores(bench)
     run_linear_act(bench)
+    run_mm_bias_act_backward(bench)
     run_scaled_mm(bench)
     run_decode(bench)
     run_weight_gradients(bench)

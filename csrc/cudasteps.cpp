@@ -43,6 +43,17 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
       "(Tensor, Tensor)");
+  // bias_act_backward(grad @ weight, x, bias, act): the gradient of bias_act's input x where its
+  // output fed a linear of `weight` (on Hopper the derivative and the bias gradient's column sums
+  // in the GEMM's epilogue); not differentiable.
+  m.def(
+      "mm_bias_act_backward(Tensor grad, Tensor weight, Tensor x, Tensor? bias, str act) -> "
+      "(Tensor, Tensor?)");
+  // linear(linear_act(input, weight1, bias1, act), weight2, bias2): an FFN block as one autograd
+  // node, whose backward runs mm_bias_act_backward.
+  m.def(
+      "linear_act_linear(Tensor input, Tensor weight1, Tensor? bias1, Tensor weight2, "
+      "Tensor? bias2, str act=\"gelu\") -> Tensor");
   // (scale_a * a) @ (scale_b * b) + bias for float8 a and b, as torch._scaled_mm, any shape.
   m.def(
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "

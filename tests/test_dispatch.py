@@ -19,7 +19,7 @@ PUBLIC_OPS = [
     "transpose", "transpose_",
     "sum",
     "mm", "addmm", "linear", "linear_act", "linear_act_aux", "scaled_mm", "linear_fp8",
-    "linear_act_fp8",
+    "linear_act_fp8", "linear_act_linear", "mm_bias_act_backward",
     "bias_act", "bias_act_backward", "bias_act_amax", "bias_act_backward_amax",
     "add", "mul", "sum_leading",
     "cast_fp8", "cast_fp8_dynamic",

@@ -10,6 +10,9 @@
 //                                     float32 (the Hopper kernels apply it as they stage
 //                                     its TMA stores, tc/sm90/epilogue.cuh; store_one_fused for
 //                                     single elements: split-K's reduce)
+//   act_grad()                        mm_bias_act_backward's: out = g * act'(x + C) for the
+//                                     product g rounded to the output type and the saved x,
+//                                     and the column sums of out (tc/sm90/epilogue.cuh only)
 //
 // The Hopper kernels also stage outputs through shared memory for TMA stores
 // (tc/sm90/epilogue.cuh); they take each element's value from value(), so every path computes the
@@ -109,6 +112,8 @@ struct Epilogue {
                           // then nullptr), else nullptr
   const float* scale_a;   // FP8 per-tensor scales on the device (TcProblem), both or neither
   const float* scale_b;
+  const E* act_input;     // mm_bias_act_backward's saved product (TcProblem), else nullptr
+  float* col_partials;    // its bias gradient's column sums per 32 rows, or nullptr
 
   static Epilogue from(const TcProblem& p) {
     Epilogue e;
@@ -126,6 +131,8 @@ struct Epilogue {
     e.aux = static_cast<E*>(p.aux);
     e.scale_a = p.scale_a;
     e.scale_b = p.scale_b;
+    e.act_input = static_cast<const E*>(p.act_input);
+    e.col_partials = p.col_partials;
     return e;
   }
 
@@ -136,10 +143,15 @@ struct Epilogue {
     return e;
   }
 
-  // The fused stage runs for an activation, an aux output, or a float32 bias (which only it reads).
+  // The fused stage runs for an activation, an aux output, or a float32 bias (which only it reads),
+  // but where the activation is mm_bias_act_backward's (act_grad).
   __host__ __device__ __forceinline__ bool fused() const {
-    return act != elementwise::Act::kNone || aux != nullptr || bias_f32 != nullptr;
+    return act_input == nullptr &&
+           (act != elementwise::Act::kNone || aux != nullptr || bias_f32 != nullptr);
   }
+
+  // mm_bias_act_backward's stage: out = g * act'(act_input + bias) (tc/sm90/epilogue.cuh).
+  __host__ __device__ __forceinline__ bool act_grad() const { return act_input != nullptr; }
 
   // The addend is a row the fused stage reads in pairs (a bias: broadcast over rows, contiguous,
   // 4-byte aligned, N even), as it reads linear_act's: act(alpha * acc + beta * addend) with

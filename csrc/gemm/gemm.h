@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "common/checks.h"
 #include "common/typed_op.h"
@@ -27,7 +28,8 @@ inline const char* torch_counterpart(const char* op) {
   const std::string name(op);
   if (name == "addmm") return "torch.addmm";
   if (name == "linear") return "torch.nn.functional.linear";
-  if (name == "linear_act" || name == "linear_act_aux" || name == "ladder_linear_act") {
+  if (name == "linear_act" || name == "linear_act_aux" || name == "ladder_linear_act" ||
+      name == "linear_act_linear") {
     return "torch.nn.functional.linear";
   }
   return "torch.mm";
@@ -145,6 +147,87 @@ std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
 // the two-pass form's first output (linear_act.cpp). Arguments checked by the caller.
 at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& bias, c10::string_view act);
+
+// mm_bias_act_backward: grad [..., D] (the output gradient of a linear whose weight is `weight`,
+// [D, N]), x [..., N] with grad's leading sizes (bias_act's input, the product it added the bias
+// to), a bias that is bias_act's ([N], x's dtype or float32) or None, and an activation name;
+// grad, weight and x of one GEMM dtype on one device. Returns the activation.
+inline elementwise::Act check_mm_bias_act_backward_args(const at::Tensor& grad,
+                                                        const at::Tensor& weight,
+                                                        const at::Tensor& x,
+                                                        const c10::optional<at::Tensor>& bias,
+                                                        c10::string_view act) {
+  constexpr const char* op = "mm_bias_act_backward";
+  check_defined(grad, op, "grad");
+  check_defined(weight, op, "weight");
+  check_defined(x, op, "x");
+  check_min_dim(grad, 1, op, "grad");
+  check_dim(weight, 2, op, "weight");
+  check_gemm_dtype(grad, op, "grad");
+  check_same_dtype(weight, grad, op, "weight", "grad");
+  check_same_dtype(x, grad, op, "x", "grad");
+  check_same_device(weight, grad, op, "weight", "grad");
+  check_same_device(x, grad, op, "x", "grad");
+  CUDASTEPS_CHECK(weight.size(0) == grad.size(-1), op, "weight.size(0) must equal grad.size(-1) (",
+                  grad.size(-1), "), got ", weight.size(0), " (shapes ", grad.sizes(), " and ",
+                  weight.sizes(), ")");
+  std::vector<int64_t> x_shape(grad.sizes().begin(), grad.sizes().end());
+  x_shape.back() = weight.size(1);
+  CUDASTEPS_CHECK(x.sizes() == at::IntArrayRef(x_shape), op, "x must have shape ",
+                  at::IntArrayRef(x_shape), " (grad's leading sizes, then weight.size(1)), got ",
+                  x.sizes());
+  if (bias.has_value() && bias->defined()) {
+    elementwise::check_feature_vector(*bias, x, op, "bias", "x");
+  }
+  return elementwise::parse_act(act, op);
+}
+
+// bias_act_backward(grad @ weight, x, bias, act) as two passes, the GEMM then the elementwise
+// pass: the CPU kernel, and the CUDA kernel where the fused stage does not run
+// (linear_act.cpp). Arguments checked by the caller.
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_two_pass(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act);
+
+// linear_act_linear: linear_act's input, weight1 and bias1 (check_linear_act_args), then a linear
+// of the hidden activation: weight2 [D, weight1.size(0)] and bias2 [D] (or None) of input's dtype
+// and device.
+inline elementwise::Act check_linear_act_linear_args(const at::Tensor& input,
+                                                     const at::Tensor& weight1,
+                                                     const c10::optional<at::Tensor>& bias1,
+                                                     const at::Tensor& weight2,
+                                                     const c10::optional<at::Tensor>& bias2,
+                                                     c10::string_view act) {
+  constexpr const char* op = "linear_act_linear";
+  const elementwise::Act a = check_linear_act_args(input, weight1, bias1, act, op);
+  check_defined(weight2, op, "weight2");
+  check_dim(weight2, 2, op, "weight2");
+  check_same_dtype(weight2, input, op, "weight2", "input");
+  check_same_device(weight2, input, op, "weight2", "input");
+  CUDASTEPS_CHECK(weight2.size(1) == weight1.size(0), op,
+                  "weight2.size(1) must equal weight1.size(0) (", weight1.size(0), "), got ",
+                  weight2.size(1), " (shapes ", weight1.sizes(), " and ", weight2.sizes(), ")");
+  if (bias2.has_value() && bias2->defined()) {
+    check_same_dtype(*bias2, input, op, "bias2", "input");
+    check_same_device(*bias2, input, op, "bias2", "input");
+    CUDASTEPS_CHECK(bias2->dim() == 1 && bias2->size(0) == weight2.size(0), op,
+                    "bias2 must have shape [", weight2.size(0), "], got shape ", bias2->sizes());
+  }
+  return a;
+}
+
+// linear(linear_act(input, weight1, bias1, act), weight2, bias2): linear_act_linear's forward
+// without autograd, on every device (linear_act.cpp). Arguments checked by the caller.
+at::Tensor linear_act_linear_forward(const at::Tensor& input, const at::Tensor& weight1,
+                                     const c10::optional<at::Tensor>& bias1,
+                                     const at::Tensor& weight2,
+                                     const c10::optional<at::Tensor>& bias2, c10::string_view act);
+
+// linear_act_linear's CPU and CUDA kernel: the checks, then linear_act_linear_forward.
+at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& weight1,
+                                    const c10::optional<at::Tensor>& bias1,
+                                    const at::Tensor& weight2,
+                                    const c10::optional<at::Tensor>& bias2, c10::string_view act);
 
 // ---- the FP8 linears' shared pieces (linear_fp8.cpp, gemm_autograd.cpp) ----
 

@@ -1,9 +1,9 @@
-// Autocast for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8: under torch.autocast
-// the floating-point tensor arguments of mm, addmm and linear are cast to the autocast dtype (bf16
-// or fp16) before the op runs, as aten casts its own mm, addmm and linear (autocast's
-// lower-precision list, on CUDA and on CPU); linear_act casts fewer and the FP8 linears none
-// (below). So cudasteps.nn.Linear under
-// autocast runs the tensor-core GEMM in bf16 exactly where torch.nn.Linear does, with no Python.
+// Autocast for mm, addmm, linear, linear_act, linear_act_linear, linear_fp8 and linear_act_fp8:
+// under torch.autocast the floating-point tensor arguments of mm, addmm and linear are cast to the
+// autocast dtype (bf16 or fp16) before the op runs, as aten casts its own mm, addmm and linear
+// (autocast's lower-precision list, on CUDA and on CPU); linear_act casts fewer and the FP8
+// linears none (below). So cudasteps.nn.Linear under autocast runs the tensor-core GEMM in bf16
+// exactly where torch.nn.Linear does, with no Python.
 //
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
 // left alone, and within one autocast region a leaf parameter (the weight) is cast once and reused.
@@ -87,6 +87,23 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autocast(const at::Tensor& inp
   return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 
+// linear_act_linear casts what its two layers' ops would: input and weight1 as linear_act (bias1
+// left alone), weight2 and bias2 as linear. (mm_bias_act_backward, a backward, has no autocast
+// kernel: it runs on the tensors the forward saved, in their dtypes.)
+template <c10::DeviceType Device>
+at::Tensor linear_act_linear_autocast(const at::Tensor& input, const at::Tensor& weight1,
+                                      const c10::optional<at::Tensor>& bias1,
+                                      const at::Tensor& weight2,
+                                      const c10::optional<at::Tensor>& bias2,
+                                      c10::string_view act) {
+  static const auto op = typed_op<at::Tensor(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, const at::Tensor&,
+      const c10::optional<at::Tensor>&, c10::string_view)>("linear_act_linear");
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  return op.call(cast<Device>(input), cast<Device>(weight1), bias1, cast<Device>(weight2),
+                 cast<Device>(bias2), act);
+}
+
 // linear_fp8 casts nothing: its output (and so the next layer's input) comes in the autocast
 // dtype through out_dtype (unless the call names one), while input and weight go to FP8 straight
 // from their own dtypes (a float32 input quantized once, not rounded to bf16 first; no copy of it
@@ -131,6 +148,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCUDA, m) {
   m.impl("linear", &linear_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CUDA>);
+  m.impl("linear_act_linear", &linear_act_linear_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CUDA>);
   m.impl("linear_act_fp8", &linear_act_fp8_autocast<c10::DeviceType::CUDA>);
 }
@@ -141,6 +159,7 @@ TORCH_LIBRARY_IMPL(cudasteps, AutocastCPU, m) {
   m.impl("linear", &linear_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act", &linear_act_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act_aux", &linear_act_aux_autocast<c10::DeviceType::CPU>);
+  m.impl("linear_act_linear", &linear_act_linear_autocast<c10::DeviceType::CPU>);
   m.impl("linear_fp8", &linear_fp8_autocast<c10::DeviceType::CPU>);
   m.impl("linear_act_fp8", &linear_act_fp8_autocast<c10::DeviceType::CPU>);
 }

@@ -1,4 +1,5 @@
-// Autograd for mm, addmm, linear, linear_act, linear_fp8 and linear_act_fp8. The backward runs
+// Autograd for mm, addmm, linear, linear_act, linear_act_linear, linear_fp8 and linear_act_fp8
+// (and mm_bias_act_backward's refusal: it is a backward). The backward runs
 // cudasteps::mm on transposed views, which the kernels read in place (a transposed view is a
 // column-major operand), so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (the
 // FP8 linears: scaled_mm on the FP8 transposes their forward kept). Bias and broadcast-self
@@ -237,10 +238,88 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
   }
 };
 
+// ---- linear_act_linear: an FFN block, linear(linear_act(input, w1, b1, act), w2, b2) ----
+//
+// One node for both linears, so that its backward can fuse what the per-layer nodes cannot: the
+// GEMM that turns the output's gradient into the hidden activation's (grad @ w2) and that
+// activation's derivative with the bias gradient (bias_act_backward), one mm_bias_act_backward.
+// Forward: linear_act_aux (the hidden activation h and the product it came from), then linear.
+// Saved: input, w1, the product, b1, h and w2, what the two layers' nodes save. Backward:
+// grad_w2 = grad^T @ h, grad_b2 = grad's column sums, then (g, grad_b1) = mm_bias_act_backward(
+// grad, w2, product, b1, act), grad_input = g @ w1 and grad_w1 = g^T @ input. g is bit for bit
+// the two nodes' (mm then bias_act_backward) where the fused GEMM runs the kernel mm would;
+// grad_b1 sums g as written, in a fixed order of its own (within float32 rounding of theirs).
+
+using OptTensor = c10::optional<at::Tensor>;
+
+std::tuple<at::Tensor, OptTensor> mm_bias_act_backward_call(const at::Tensor& grad,
+                                                           const at::Tensor& weight,
+                                                           const at::Tensor& x,
+                                                           const OptTensor& bias,
+                                                           c10::string_view act) {
+  static const auto op = typed_op<std::tuple<at::Tensor, OptTensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const OptTensor&,
+      c10::string_view)>("mm_bias_act_backward");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(grad, weight, x, bias, act);
+}
+
+class LinearActLinearFunction : public torch::autograd::Function<LinearActLinearFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight1,
+                            const OptTensor& bias1, const at::Tensor& weight2,
+                            const OptTensor& bias2, c10::string_view act) {
+    auto [h, product] = linear_act_aux_call(input, weight1, bias1, act);
+    const bool has_bias1 = bias1.has_value() && bias1->defined();
+    const bool has_bias2 = bias2.has_value() && bias2->defined();
+    ctx->save_for_backward(
+        {input, weight1, product, has_bias1 ? *bias1 : at::Tensor(), h, weight2});
+    ctx->saved_data["act"] = std::string(act);
+    ctx->saved_data["has_bias2"] = has_bias2;
+    ctx->saved_data["bias2_sizes"] = has_bias2 ? bias2->sym_sizes() : c10::SymIntArrayRef();
+    return linear_call(h, weight2, bias2);
+  }
+  // The graph's edges count the tensors given (an absent bias has none), so weight2's and bias2's
+  // shift when bias1 is absent; the gradients returned go by argument position all the same.
+  static bool needs(AutogradContext* ctx, int arg, bool has_bias1) {
+    return ctx->needs_input_grad(arg >= 3 && !has_bias1 ? arg - 1 : arg);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight1 = saved[1];
+    const at::Tensor& product = saved[2];
+    const OptTensor bias1 = saved[3].defined() ? OptTensor(saved[3]) : OptTensor();
+    const at::Tensor& h = saved[4];
+    const at::Tensor& weight2 = saved[5];
+    const c10::SymInt K = weight1.sym_size(1), H = weight1.sym_size(0), D = weight2.sym_size(0);
+    c10::SymInt rows = 1;  // explicit: reshape({-1, 0}) is ambiguous when a size is 0
+    for (int64_t d = 0; d + 1 < input.dim(); ++d) rows *= input.sym_size(d);
+    const at::Tensor grad = grad_outputs[0].reshape_symint({rows, D});
+    const bool has_bias1 = bias1.has_value();
+    at::Tensor grad_input, grad_weight1, grad_bias1, grad_weight2, grad_bias2;
+    if (needs(ctx, 3, has_bias1)) grad_weight2 = mm_call(grad.t(), h.reshape_symint({rows, H}));
+    if (ctx->saved_data["has_bias2"].toBool() && needs(ctx, 4, has_bias1)) {
+      grad_bias2 = sum_to_sizes(grad, ctx->saved_data["bias2_sizes"].toSymIntVector());
+    }
+    // (An absent bias1 is no input of the graph: no edge to ask about.)
+    const bool need_bias1 = has_bias1 && ctx->needs_input_grad(2);
+    if (ctx->needs_input_grad(0) || ctx->needs_input_grad(1) || need_bias1) {
+      auto [g, grad_b1] = mm_bias_act_backward_call(grad, weight2, product.reshape_symint({rows, H}),
+                                                    bias1, ctx->saved_data["act"].toStringRef());
+      if (ctx->needs_input_grad(0)) {
+        grad_input = mm_call(g, weight1).view_symint(input.sym_sizes());
+      }
+      if (ctx->needs_input_grad(1)) grad_weight1 = mm_call(g.t(), input.reshape_symint({rows, K}));
+      if (need_bias1) grad_bias1 = *grad_b1;
+    }
+    return {grad_input, grad_weight1, grad_bias1, grad_weight2, grad_bias2, at::Tensor()};
+  }
+};
+
 // ---- linear_fp8: FP8 forward (e4m3), FP8 backward (e5m2 gradients), dynamic scales ----
 
 using Fp8Parts = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using OptTensor = c10::optional<at::Tensor>;
 
 Fp8Parts linear_fp8_aux_call(const at::Tensor& input, const at::Tensor& weight,
                              const OptTensor& bias, c10::optional<at::ScalarType> out_dtype,
@@ -468,6 +547,39 @@ at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight
   return LinearActFunction::apply(input, weight, bias, act)[0];
 }
 
+at::Tensor linear_act_linear_autograd(const at::Tensor& input, const at::Tensor& weight1,
+                                     const OptTensor& bias1, const at::Tensor& weight2,
+                                     const OptTensor& bias2, c10::string_view act) {
+  if (!needs_grad(input, weight1) && !needs_grad(weight2) && !needs_grad_opt(bias1) &&
+      !needs_grad_opt(bias2)) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                               const OptTensor&, const at::Tensor&,
+                                               const OptTensor&, c10::string_view)>(
+        "linear_act_linear");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight1, bias1, weight2, bias2, act);
+  }
+  // The op's checks here: the ops the node calls would name themselves in a message. They read
+  // input's last size (the features) and the parameters' sizes, never a batch size, so a traced
+  // program's batch stays symbolic.
+  gemm::check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
+  return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act);
+}
+
+// mm_bias_act_backward is a backward (linear_act_linear's): not differentiable itself.
+std::tuple<at::Tensor, OptTensor> mm_bias_act_backward_autograd(const at::Tensor& grad,
+                                                                const at::Tensor& weight,
+                                                                const at::Tensor& x,
+                                                                const OptTensor& bias,
+                                                                c10::string_view act) {
+  CUDASTEPS_CHECK(!needs_grad(grad, weight) && !needs_grad(x) && !needs_grad_opt(bias),
+                  "mm_bias_act_backward",
+                  "an input requires grad, but mm_bias_act_backward is not differentiable (it "
+                  "computes a backward: call it on tensors that do not require grad, or call mm "
+                  "and bias_act_backward)");
+  return mm_bias_act_backward_call(grad, weight, x, bias, act);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
@@ -478,6 +590,8 @@ TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("linear_act_aux", &linear_act_aux_autograd);
   m.impl("linear_fp8", &linear_fp8_autograd);
   m.impl("linear_act_fp8", &linear_act_fp8_autograd);
+  m.impl("linear_act_linear", &linear_act_linear_autograd);
+  m.impl("mm_bias_act_backward", &mm_bias_act_backward_autograd);
 }
 
 }  // namespace cudasteps

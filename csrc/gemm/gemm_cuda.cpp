@@ -1,4 +1,4 @@
-// CUDA mm / addmm / linear / linear_act: the op layer of the gemm family. Checks the arguments
+// CUDA mm / addmm / linear / linear_act / mm_bias_act_backward: the op layer of the gemm family. Checks the arguments
 // (gemm.h), turns each op into one problem, out = alpha * a @ b + beta * addend, and sends it down
 // one of two paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32
 // switch is on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64). linear_act
@@ -20,6 +20,7 @@
 #include <climits>
 #include <tuple>
 
+#include "common/launch.cuh"  // sm_count
 #include "gemm/gemm_cuda.h"
 #include "gemm/gemv/gemv.h"  // kGemvMaxTokens
 
@@ -196,6 +197,64 @@ std::tuple<at::Tensor, at::Tensor> ladder_linear_act_cuda(const at::Tensor& inpu
   return linear_act_impl(input, weight, bias, act, true, op, form);
 }
 
+// Whether mm_bias_act_backward runs fused for grad [M, D] @ weight [D, N] and the saved x [M, N]:
+// bf16/fp16 on a Hopper GPU, more than kGemvMaxTokens rows and columns, N a multiple of 8 (output
+// rows 16-byte aligned for the TMA stores, x read in aligned pairs), x contiguous, D positive, a
+// bias as linear_act_fuses takes it, and an output whose 128 x 128 tiles busy more than half the
+// SMs: the stage runs unsplit, and below that the GEMM alone would be cut along K (choose_splits,
+// tc/sm90/scheduler.cuh), faster than the fusion saves. Elsewhere the two-pass form runs.
+bool mm_bias_act_backward_fuses(const at::Tensor& grad, const at::Tensor& weight,
+                                const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
+  if (bias.has_value() && bias->defined() &&
+      ((bias->scalar_type() != x.scalar_type() && bias->scalar_type() != at::kFloat) ||
+       bias->stride(0) != 1 ||
+       reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
+    return false;
+  }
+  const auto dtype = x.scalar_type();
+  const int64_t M = grad.size(0), D = weight.size(0), N = weight.size(1);
+  const int64_t sms = sm_count();
+  return (dtype == at::kHalf || dtype == at::kBFloat16) && tc_hopper_available() &&
+         M > kGemvMaxTokens && N > kGemvMaxTokens && D > 0 && N % 8 == 0 && x.is_contiguous() &&
+         std::max({M, N, D}) < INT_MAX && ((M + 127) / 128) * ((N + 127) / 128) * 2 > sms;
+}
+
+// mm_bias_act_backward: on Hopper grad @ weight in tc:ws_persistent's kernel with the
+// derivative in its epilogue, which also writes the bias gradient's column sums per 32 rows,
+// added up in order by sum_leading (deterministic); else the two-pass form.
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act_name) {
+  const elementwise::Act act = check_mm_bias_act_backward_args(grad, weight, x, bias, act_name);
+  const c10::cuda::CUDAGuard guard(grad.device());
+  const int64_t D = weight.size(0), N = weight.size(1);
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < grad.dim(); ++d) rows *= grad.size(d);
+  const at::Tensor g = grad.reshape({rows, D});
+  const at::Tensor x2d = x.reshape({rows, N});
+  if (!mm_bias_act_backward_fuses(g, weight, x2d, bias)) {
+    return mm_bias_act_backward_two_pass(grad, weight, x, bias, act_name);
+  }
+  const bool has_bias = bias.has_value() && bias->defined();
+  Addend add;
+  if (has_bias) add = make_bias_addend(*bias, N);
+  TcFusion fusion;
+  fusion.act = act;
+  fusion.act_input = x2d;
+  fusion.want_col_partials = has_bias;
+  const at::Tensor out = tc_gemm_cuda(g, weight, add, 1.0, has_bias ? 1.0 : 0.0,
+                                      tc_type_of(x.scalar_type()), TcKernel::kWsPersistent, -1, {},
+                                      &fusion);
+  c10::optional<at::Tensor> grad_bias;
+  if (has_bias) {
+    static const auto sum_leading_op =
+        typed_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, double,
+                            c10::optional<at::ScalarType>)>("sum_leading");
+    grad_bias = sum_leading_op.call(fusion.col_partials, c10::nullopt, 1.0, bias->scalar_type());
+  }
+  return {out.view(x.sizes()), grad_bias};
+}
+
 }  // namespace
 }  // namespace gemm
 
@@ -206,6 +265,8 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("linear_act", &gemm::linear_act_cuda);
   m.impl("linear_act_aux", &gemm::linear_act_aux_cuda);
   m.impl("ladder_linear_act", &gemm::ladder_linear_act_cuda);
+  m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cuda);
+  m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
 }
 
 }  // namespace cudasteps

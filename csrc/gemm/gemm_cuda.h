@@ -57,10 +57,19 @@ enum class TcKernel {
 // bias row) may be float32. Only tc:ws_pingpong's and tc:ws_persistent's kernels (Hopper) run
 // it, with M, N and K all positive: the op layer decides (gemm_cuda.cpp, linear_act) and runs the
 // two-pass form otherwise.
+// mm_bias_act_backward's stage instead where act_input is defined (the saved product x of
+// bias_act, [M, N], contiguous, out's dtype): out = (alpha * a @ b) * act'(x + addend), the
+// addend a bias row, and with want_col_partials `col_partials` set to the column sums of out per
+// 32 rows ([ceil(M / 32), N] float32, summed in order by the caller). Only tc:ws_persistent's
+// kernel (Hopper) runs it, unsplit, with a row-major and b row-major (others are repacked), M, N
+// and K positive and N a multiple of 8.
 struct TcFusion {
   elementwise::Act act = elementwise::Act::kNone;
   bool want_aux = false;
   at::Tensor aux;
+  at::Tensor act_input;
+  bool want_col_partials = false;
+  at::Tensor col_partials;
 };
 
 // out[M, N] = alpha * a @ b + beta * addend on tensor cores: a, b bf16/fp16 (`type` kBF16/kFP16), or

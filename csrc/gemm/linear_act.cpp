@@ -14,6 +14,14 @@
 // linear's single rounding of product + bias in the fused form).
 // The backward (gemm_autograd.cpp) is bias_act_backward on the saved product, then linear's two
 // GEMMs.
+//
+// Also the two-pass forms of the two ops around it:
+//   mm_bias_act_backward(grad, weight, x, bias, act) = bias_act_backward(grad @ weight, x, bias,
+//     act): the gradient of bias_act's input where its output fed a linear of `weight` (the
+//     backward of linear_act_linear), fused on Hopper into the GEMM's epilogue (gemm_cuda.cpp);
+//   linear_act_linear(input, weight1, bias1, weight2, bias2, act) = linear(linear_act(input,
+//     weight1, bias1, act), weight2, bias2): an FFN block, one autograd node whose backward runs
+//     mm_bias_act_backward (gemm_autograd.cpp); its forward is these two ops on every device.
 #include <torch/library.h>
 
 #include <tuple>
@@ -48,6 +56,31 @@ std::tuple<at::Tensor, at::Tensor> linear_act_two_pass(const at::Tensor& input,
   return {out, product};
 }
 
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_two_pass(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  static const auto mm_op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
+  static const auto bias_act_backward_op = typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>>(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "bias_act_backward");
+  int64_t rows = 1;  // explicit: reshape({-1, 0}) is ambiguous when a dimension is 0
+  for (int64_t d = 0; d + 1 < grad.dim(); ++d) rows *= grad.size(d);
+  const at::Tensor product = mm_op.call(grad.reshape({rows, weight.size(0)}), weight);
+  return bias_act_backward_op.call(product.view(x.sizes()), x, bias, act);
+}
+
+at::Tensor linear_act_linear_forward(const at::Tensor& input, const at::Tensor& weight1,
+                                     const c10::optional<at::Tensor>& bias1,
+                                     const at::Tensor& weight2,
+                                     const c10::optional<at::Tensor>& bias2,
+                                     c10::string_view act) {
+  static const auto linear_act_op = typed_op<at::Tensor(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act");
+  return linear_call(linear_act_op.call(input, weight1, bias1, act), weight2, bias2);
+}
+
 at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& bias, c10::string_view act) {
   if (linear_act_is_linear(input, bias, act)) return linear_call(input, weight, bias);
@@ -70,12 +103,31 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_cpu(const at::Tensor& input,
   return linear_act_two_pass(input, weight, bias, act);
 }
 
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cpu(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  check_mm_bias_act_backward_args(grad, weight, x, bias, act);
+  return mm_bias_act_backward_two_pass(grad, weight, x, bias, act);
+}
+
 }  // namespace
+
+// (Registered for CPU here and for CUDA in gemm_cuda.cpp.)
+at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& weight1,
+                                    const c10::optional<at::Tensor>& bias1,
+                                    const at::Tensor& weight2,
+                                    const c10::optional<at::Tensor>& bias2, c10::string_view act) {
+  check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
+  return linear_act_linear_forward(input, weight1, bias1, weight2, bias2, act);
+}
+
 }  // namespace gemm
 
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("linear_act", &gemm::linear_act_cpu);
   m.impl("linear_act_aux", &gemm::linear_act_aux_cpu);
+  m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cpu);
+  m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
 }
 
 }  // namespace cudasteps

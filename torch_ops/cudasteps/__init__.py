@@ -22,7 +22,17 @@ from .elementwise import (  # noqa: E402
     sum_leading,
 )
 from .fp8 import cast_fp8, cast_fp8_dynamic  # noqa: E402
-from .gemm import addmm, linear, linear_act, linear_act_fp8, linear_fp8, mm, scaled_mm  # noqa: E402
+from .gemm import (  # noqa: E402
+    addmm,
+    linear,
+    linear_act,
+    linear_act_fp8,
+    linear_act_linear,
+    linear_fp8,
+    mm,
+    mm_bias_act_backward,
+    scaled_mm,
+)
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
 
@@ -42,8 +52,10 @@ __all__ = [
     "linear",
     "linear_act",
     "linear_act_fp8",
+    "linear_act_linear",
     "linear_fp8",
     "mm",
+    "mm_bias_act_backward",
     "mul",
     "nn",
     "scaled_mm",

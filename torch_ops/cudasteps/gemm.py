@@ -1,6 +1,8 @@
 """gemm family: ``mm``, ``addmm``, ``linear`` and ``linear_act`` (linear + bias + activation in the
-GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm), and ``scaled_mm``, the scaled FP8
-GEMM (csrc/gemm/scaled_mm.cpp).
+GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm), ``linear_act_linear`` (an FFN block
+as one autograd node) and its backward ``mm_bias_act_backward`` (the activation's derivative and
+the bias gradient in the GEMM's epilogue), and ``scaled_mm``, the scaled FP8 GEMM
+(csrc/gemm/scaled_mm.cpp).
 
 * bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
   Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
@@ -23,6 +25,7 @@ from typing import Optional, Tuple
 import torch
 
 from . import _checks
+from .elementwise import _check_feature_vector
 from .fp8 import _check_per_tensor
 
 _ops = torch.ops.cudasteps
@@ -168,6 +171,7 @@ _COUNTERPART = {
     "linear_act": "torch.nn.functional.linear",
     "linear_act_aux": "torch.nn.functional.linear",
     "ladder_linear_act": "torch.nn.functional.linear",
+    "linear_act_linear": "torch.nn.functional.linear",
 }
 
 
@@ -227,6 +231,48 @@ def linear_act(
     if act == "gelu":
         return _linear_act(input, weight, bias)
     return _linear_act(input, weight, bias, act)
+
+
+def linear_act_linear(
+    input: torch.Tensor,
+    weight1: torch.Tensor,
+    bias1: Optional[torch.Tensor],
+    weight2: torch.Tensor,
+    bias2: Optional[torch.Tensor] = None,
+    act: str = "gelu",
+) -> torch.Tensor:
+    """An FFN block, ``linear(linear_act(input, weight1, bias1, act), weight2, bias2)``, as one op.
+
+    The values of those two ops (the same kernels forward). Its point is the backward: one autograd
+    node for both layers, so the GEMM that turns the output's gradient into the hidden
+    activation's (``grad @ weight2``) also applies the activation's derivative and sums the bias
+    gradient (:func:`mm_bias_act_backward`), where the two layers' own nodes run that GEMM, then
+    ``bias_act_backward``, a pass of its own over the hidden gradient. ``bias1`` as
+    :func:`linear_act` takes it (the input's dtype or float32), ``bias2`` as :func:`linear`.
+    Under autocast input, ``weight1``, ``weight2`` and ``bias2`` are cast as those ops cast them.
+    Differentiable in all five tensors. ``cudasteps.nn.MLP`` runs its last hidden layer and its
+    output layer through it.
+    """
+    return _ops.linear_act_linear(input, weight1, bias1, weight2, bias2, act)
+
+
+def mm_bias_act_backward(
+    grad: torch.Tensor, weight: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str
+) -> tuple:
+    """``bias_act_backward(grad @ weight, x, bias, act)``: ``(grad_x, grad_bias)``.
+
+    The gradient of ``bias_act``'s input ``x`` (and of its bias) where its output fed a linear of
+    ``weight`` [D, N] whose output gradient is ``grad`` [..., D]; ``x`` [..., N] has ``grad``'s
+    leading sizes. On a Hopper GPU, for bf16/fp16 with N a multiple of 8 and an output of at least
+    half a wave of 128 x 128 tiles, one GEMM whose epilogue applies the derivative to the product
+    as ``mm`` writes it (so ``grad_x`` is ``bias_act_backward``'s on ``mm``'s output, bit for bit,
+    where the GEMM takes mm's kernel) and writes the column sums of ``grad_x`` per 32 rows, added
+    up in a fixed order: ``grad_bias`` sums ``grad_x`` as written (as torch sums the gradient it
+    wrote), deterministic, within float32 rounding of ``bias_act_backward``'s. Elsewhere ``mm``
+    then ``bias_act_backward``. ``grad_bias`` is None without a bias. Not differentiable (a
+    backward).
+    """
+    return _ops.mm_bias_act_backward(grad, weight, x, bias, act)
 
 
 def scaled_mm(
@@ -494,6 +540,63 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
     _check_linear_act(input, weight, bias, act, op)
     shape = (*input.shape[:-1], weight.shape[0])
     return input.new_empty(shape), input.new_empty(shape)
+
+
+@torch.library.register_fake("cudasteps::mm_bias_act_backward")
+def _mm_bias_act_backward_fake(grad, weight, x, bias, act):
+    op = "mm_bias_act_backward"
+    _checks.check(
+        grad.dim() >= 1,
+        op,
+        f"grad must have at least 1 dimensions, got {grad.dim()}-D with shape {list(grad.shape)}",
+    )
+    _check_dim(weight, 2, op, "weight")
+    _check_dtype(grad, op, "grad")
+    _checks.same_dtype(weight, grad, op, "weight", "grad")
+    _checks.same_dtype(x, grad, op, "x", "grad")
+    _checks.same_device(weight, grad, op, "weight", "grad")
+    _checks.same_device(x, grad, op, "x", "grad")
+    _checks.check(
+        weight.shape[0] == grad.shape[-1],
+        op,
+        f"weight.size(0) must equal grad.size(-1) ({grad.shape[-1]}), got {weight.shape[0]} "
+        f"(shapes {list(grad.shape)} and {list(weight.shape)})",
+    )
+    x_shape = [*grad.shape[:-1], weight.shape[1]]
+    _checks.check(
+        list(x.shape) == x_shape,
+        op,
+        f"x must have shape {x_shape} (grad's leading sizes, then weight.size(1)), got {list(x.shape)}",
+    )
+    if bias is not None:
+        _check_feature_vector(bias, x, op, "bias", "x")
+    _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
+    grad_bias = None if bias is None else bias.new_empty(bias.shape)
+    return x.new_empty(x.shape), grad_bias
+
+
+@torch.library.register_fake("cudasteps::linear_act_linear")
+def _linear_act_linear_fake(input, weight1, bias1, weight2, bias2=None, act="gelu"):
+    op = "linear_act_linear"
+    _check_linear_act(input, weight1, bias1, act, op)
+    _check_dim(weight2, 2, op, "weight2")
+    _checks.same_dtype(weight2, input, op, "weight2", "input")
+    _checks.same_device(weight2, input, op, "weight2", "input")
+    _checks.check(
+        weight2.shape[1] == weight1.shape[0],
+        op,
+        f"weight2.size(1) must equal weight1.size(0) ({weight1.shape[0]}), got {weight2.shape[1]} "
+        f"(shapes {list(weight1.shape)} and {list(weight2.shape)})",
+    )
+    if bias2 is not None:
+        _checks.same_dtype(bias2, input, op, "bias2", "input")
+        _checks.same_device(bias2, input, op, "bias2", "input")
+        _checks.check(
+            bias2.dim() == 1 and bias2.shape[0] == weight2.shape[0],
+            op,
+            f"bias2 must have shape [{weight2.shape[0]}], got shape {list(bias2.shape)}",
+        )
+    return input.new_empty((*input.shape[:-1], weight2.shape[0]))
 
 
 def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):

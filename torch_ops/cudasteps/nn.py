@@ -9,7 +9,9 @@
   (and in the backward the activation's derivative and the bias gradient in one pass). Same
   ``state_dict`` keys as that Sequential (``0.weight``, ``0.bias``).
 * :class:`MLP`: a :class:`LinearAct` per hidden layer, and a plain ``Linear`` (bias fused into the
-  matmul epilogue) for the output layer, which has no activation to fuse with.
+  matmul epilogue) for the output layer, which has no activation to fuse with; the last hidden
+  layer and the output layer run as one ``linear_act_linear``, whose backward fuses the hidden
+  activation's derivative and bias gradient into a GEMM's epilogue.
 
 Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``linear``, so under
 ``torch.autocast(dtype=torch.bfloat16)`` a :class:`Linear` casts its input and fp32 parameters to
@@ -215,14 +217,30 @@ class LinearAct(nn.Sequential):
         return self[0](x, self.act, input_amax=input_amax, with_amax=with_amax)
 
 
+def _has_hooks(*modules: nn.Module) -> bool:
+    """Whether any of ``modules`` has a forward or backward hook of its own (FSDP2 unshards a
+    module's parameters in its forward pre-hook): MLP then calls those modules, not one op on
+    their parameters."""
+    return any(
+        m._forward_pre_hooks or m._forward_hooks or m._backward_pre_hooks or m._backward_hooks
+        for m in modules
+    )
+
+
 class MLP(nn.Module):
     """A multilayer perceptron ``dims[0] -> dims[1] -> ... -> dims[-1]``.
 
     Each hidden layer is a :class:`LinearAct` (``dims[i] -> dims[i+1]``: the GEMM, then the bias
     and activation in one pass, and in the backward the activation's derivative and the bias
     gradient in one pass over the saved product); the output layer (logits, no activation) is
-    ``Linear(dims[-2], dims[-1])`` with its bias added in the matmul's epilogue. No bias add costs
-    a pass of its own, forward or backward. Parameters are initialised as a stack of
+    ``Linear(dims[-2], dims[-1])`` with its bias added in the matmul's epilogue. The last hidden
+    layer and the output layer run as one ``cudasteps.linear_act_linear`` (the same values
+    forward), whose backward applies the hidden layer's activation derivative and sums its bias
+    gradient in the epilogue of the GEMM that produces the hidden gradient
+    (``cudasteps.mm_bias_act_backward``) instead of a pass of its own over it; a hook on either
+    layer (FSDP2's unsharding of their parameters, say) keeps them separate calls, each running
+    its hooks. No bias add costs a pass of its own, forward or backward. Parameters are
+    initialised as a stack of
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
     bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
     (keyword only) puts every layer in :class:`Linear`'s FP8 mode: each hidden layer is one
@@ -251,7 +269,14 @@ class MLP(nn.Module):
         *hidden, last = self.layers
         # (Each layer's own fp8 flag: a layer may be switched after construction.)
         if not last.fp8 and not any(layer[0].fp8 for layer in hidden):
-            return self.layers(x)
+            if not hidden or _has_hooks(hidden[-1], hidden[-1][0], last):
+                return self.layers(x)
+            for layer in hidden[:-1]:
+                x = layer(x)
+            block = hidden[-1]
+            return torch.ops.cudasteps.linear_act_linear(
+                x, block[0].weight, block[0].bias, last.weight, last.bias, block.act
+            )
         amax = None  # the amax of x as the next layer reads it, where the layer before took it
         for layer in hidden:
             x, amax = layer(x, input_amax=amax, with_amax=True) if layer[0].fp8 else (layer(x), None)

@@ -99,6 +99,17 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
                 "tc:ws_pingpong and a non-empty product (the op layer runs the two-pass form "
                 "otherwise)");
     if (fusion->want_aux) fusion->aux = at::empty_like(out);
+    if (fusion->act_input.defined()) {
+      TORCH_CHECK(kernel == TcKernel::kWsPersistent && N % 8 == 0 &&
+                      fusion->act_input.is_contiguous() && fusion->act_input.size(0) == M &&
+                      fusion->act_input.size(1) == N &&
+                      fusion->act_input.scalar_type() == a_t.scalar_type(),
+                  "cudasteps.mm_bias_act_backward: the fused stage needs tc:ws_persistent, N a "
+                  "multiple of 8 and a contiguous [M, N] saved product of the operands' dtype");
+      if (fusion->want_col_partials) {
+        fusion->col_partials = at::empty({(M + 31) / 32, N}, a_t.options().dtype(at::kFloat));
+      }
+    }
   }
   if (M == 0 || N == 0) return out;
   const c10::cuda::CUDAGuard guard(a_t.device());
@@ -133,7 +144,12 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   if (kernel == TcKernel::kAuto) {
     kernel = tc_hopper_available() ? TcKernel::kFinal : TcKernel::kCpAsync;
   }
-  if (fusion != nullptr) {
+  if (fusion != nullptr && fusion->act_input.defined()) {
+    // mm_bias_act_backward's stage is built into the kernels of grad @ weight's layout only: A
+    // row-major, B row-major.
+    if (!a.k_major) a = tc_repack(a_t, a, false, true);
+    if (b.k_major) b = tc_repack(b_t, b, true, false);
+  } else if (fusion != nullptr) {
     // linear_act's fused stage is built into the K-major layout's kernels only (x @ weight^T).
     if (!a.k_major) a = tc_repack(a_t, a, false, true);
     if (!b.k_major) b = tc_repack(b_t, b, true, true);
@@ -208,6 +224,11 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     // A float32 bias of 16-bit operands (autocast leaves linear_act's bias in float32).
     p.addend_fp32 = add.ptr != nullptr && type != TcType::kTF32 &&
                     add.holder.scalar_type() == at::kFloat;
+    if (fusion->act_input.defined()) {
+      p.act_input = fusion->act_input.const_data_ptr();
+      p.col_partials = fusion->want_col_partials ? fusion->col_partials.data_ptr<float>() : nullptr;
+      p.tuning.splits = 1;  // split-K's reduce does not apply the stage
+    }
   }
 
   if (gemv_step >= 0) {

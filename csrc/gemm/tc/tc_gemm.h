@@ -83,6 +83,14 @@ struct TcProblem {
   // The fused stage's addend (a bias row) is float32, not the output's type: bf16/fp16 autocast
   // casts linear_act's input and weight but leaves its bias in float32.
   bool addend_fp32 = false;
+  // mm_bias_act_backward's stage (tc:ws_persistent's kernel for 16-bit operands, A row-major and
+  // B row-major, unsplit, only): with act_input (a contiguous [M, N] matrix of the output's type,
+  // leading dimension ldo: the saved product x of bias_act), out[m, n] = g * act'(x[m, n] +
+  // beta * C[n]) for g = alpha * acc rounded to the output's type and C the bias row (the addend,
+  // as for linear_act); col_partials (when not nullptr: [ceil(M / 32), N] float32) gets the
+  // column sums of out, as written, over each 32 rows, which the op adds up in order.
+  const void* act_input = nullptr;
+  float* col_partials = nullptr;
   // FP8 products (type kE4M3 or kE5M2, the type of a; scaled_mm): b's type, the output's (and
   // addend's) type, and per-tensor scales on the device (one float each, or nullptr): the
   // epilogue multiplies alpha by *scale_a * *scale_b, read in the kernel, so the host never

@@ -7,6 +7,11 @@
 //     order (deterministic), which then goes through tc::Epilogue;
 //   * tail_split_fixup: the parts of a tile the tail split cut into k ranges, added up in k order
 //     by the last to arrive (deterministic), which then stores the tile as any other;
+//   * mm_bias_act_backward's stage (StageMode::kActGrad, in tc:ws_persistent's staged TMA stores
+//     for A row-major and B row-major, the layout of grad @ weight): each value staged is
+//     bias_act_backward's g * act'(x + bias) for the product g as mm writes it and the saved
+//     product x, read in pairs; then the values staged are summed per column over each 32 rows
+//     (colsum_round), the bias gradient's partial sums;
 //   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_pingpong's
 //     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step and
 //     linear's bias row): each value staged is act(alpha * acc + beta * addend), and aux gets
@@ -56,7 +61,7 @@ __device__ __forceinline__ void store_accumulators(const Epilogue<T>& ep, const 
 // staged there, and the TMA store clips them); kFused, linear_act's stage for activation A, in any
 // tile (values outside the matrix are computed and clipped by the TMA store; only the bias loads
 // and aux's stores are checked).
-enum class StageMode { kPlain, kAddend, kEdge, kFused };
+enum class StageMode { kPlain, kAddend, kEdge, kFused, kActGrad };
 
 // linear_act's bias for this thread's column pairs (n, n + 1), n = n0 + 8 j + 2 (t % 4), of the
 // round's column blocks j = j_first .. j_first + kJs - 1, from a row of Src (the output's type, or
@@ -251,6 +256,92 @@ __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const f
   }
 }
 
+// mm_bias_act_backward's stage for one round (16-bit outputs; stage_round's layout): the product
+// alpha * acc rounded to the output type (grad @ weight as mm writes it), then each value
+// bias_act_backward's own g * act'(x + bias) (BiasActGradOpFor: the same functor, the same fp32
+// operations) for the saved product x at the same place and the bias row: that op's value on mm's
+// output, bit for bit. x is read in pairs (N is a multiple of 8: the host checks), all of the
+// round's loads issued before the first is used, and only inside the matrix (zeros outside, where
+// the values are computed but clipped by the TMA store and left out of the column sums).
+template <TcType T, int BN, int kRound, Act A>
+__device__ __forceinline__ void stage_round_act_grad(const Epilogue<T>& ep,
+                                                     const float (&d)[BN / 2], int64_t m0,
+                                                     int64_t n0, uint8_t* staging) {
+  static_assert(T != TcType::kTF32, "mm_bias_act_backward's stage is built for 16-bit outputs");
+  using E = typename tc::Elem<T>::type;
+  using GradOp = elementwise::BiasActGradOpFor<A, E>;
+  constexpr int kRoundCols = store_round_cols<T, BN>();
+  constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  float2 bias[kJs];
+  load_bias_pairs<T, kJs>(ep, kJ0, n0, bias);
+  // x: this thread's rows m, m + 8 and its column pairs n + 8 jr (jr < kJs) of the round.
+  const int64_t m = m0 + warp * 16 + lane / 4, n = n0 + 8 * kJ0 + 2 * (lane % 4);
+  const int left = int(ep.N - n < 8 * kJs ? ep.N - n : 8 * kJs);  // columns from n on (<= 0: none)
+  const uint32_t* x = reinterpret_cast<const uint32_t*>(ep.act_input + m * ep.ldo + n);
+  const int64_t x_row8 = 4 * ep.ldo;  // 8 rows on, in pairs
+  uint32_t raw[2][kJs];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool row_in = m + 8 * h < ep.M;
+#pragma unroll
+    for (int jr = 0; jr < kJs; ++jr) {
+      raw[h][jr] = row_in && 8 * jr < left ? __ldg(x + h * x_row8 + 4 * jr) : 0u;
+    }
+  }
+#pragma unroll
+  for (int j0 = kJ0; j0 < kJ0 + kJs; j0 += 2) {
+    float z[8];  // pairs (j0, h 0), (j0, h 1), (j0 + 1, h 0), (j0 + 1, h 1)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int j = j0 + q / 2, h = q % 2, jr = j - kJ0;
+      const float2 g = tc::Elem<T>::unpack2(
+          tc::Elem<T>::pack2(ep.alpha * d[4 * j + 2 * h], ep.alpha * d[4 * j + 2 * h + 1]));
+      const float2 xv = tc::Elem<T>::unpack2(raw[h][jr]);
+      z[2 * q] = GradOp()(g.x, xv.x, bias[jr].x);
+      z[2 * q + 1] = GradOp()(g.y, xv.y, bias[jr].y);
+    }
+    stage_pairs_16bit<T, kRoundCols>(staging, j0, make_float2(z[0], z[1]), make_float2(z[2], z[3]),
+                                     make_float2(z[4], z[5]), make_float2(z[6], z[7]));
+  }
+}
+
+// The bias gradient's partial sums of one round of mm_bias_act_backward's stage, read back from
+// `staging` (the values as written, rounded to the output type, as torch sums the gradient it
+// wrote) once the round is staged: thread t sums column pair t % 64 of the round's 128 columns
+// over rows 32 (t / 64) .. + 31 of the warpgroup's 64, in row order, and writes the pair to
+// col_partials[(m0 / 32) + t / 64][n]: each (32-row group, column) written by one thread, so the
+// sums that add those groups up in order (sum_leading) are the same on every run. A warp reads one
+// whole 128-byte staged row per load (the swizzle permutes its 16-byte chunks only): no bank
+// conflicts. Rows past M (computed, never stored) are left out; groups wholly past M not written.
+template <TcType T, int BN, int kRound>
+__device__ __forceinline__ void colsum_round(const Epilogue<T>& ep, int64_t m0, int64_t n0,
+                                             const uint8_t* staging) {
+  constexpr int kRoundCols = store_round_cols<T, BN>();
+  static_assert(kRoundCols == 128 && sizeof(typename tc::Elem<T>::type) == 2,
+                "the column sums read rounds of 128 16-bit columns (two 64-column boxes)");
+  const int t = threadIdx.x % 128;
+  const int c = 2 * (t % 64), half = t / 64;  // the pair's first column in the round; its rows
+  const int64_t row0 = m0 + 32 * half, n = n0 + kRound * kRoundCols + c;
+  if (row0 >= ep.M || n >= ep.N) return;  // (N is even: n + 1 < N too)
+  const int64_t rows_left = ep.M - row0;
+  const int rows = rows_left < 32 ? int(rows_left) : 32;
+  const uint8_t* box = staging + (c / 64) * (64 * 128) + (c % 8) * 2;
+  const int chunk = (c % 64) / 8;
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int r = 32 * half + i;  // the staged row (the warpgroup's 64)
+    if (i < rows) {
+      const float2 v = tc::Elem<T>::unpack2(
+          *reinterpret_cast<const uint32_t*>(box + r * 128 + ((chunk ^ (r % 8)) * 16)));
+      s0 += v.x;
+      s1 += v.y;
+    }
+  }
+  *reinterpret_cast<float2*>(ep.col_partials + (row0 / 32) * ep.N + n) = make_float2(s0, s1);
+}
+
 // The same outputs through shared memory and TMA stores: each round stages kStoreBoxes boxes
 // (64 rows x 128 bytes of columns), then one thread stores them with the TMA, which clips them at
 // the matrix edge. The stores run on while the warpgroup starts its next tile; only their reads of
@@ -272,6 +363,8 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
   warpgroup_barrier(bar_id);
   if constexpr (kMode == StageMode::kFused) {
     stage_round_fused<T, BN, kRound, A, kAux>(ep, d, m0, n0, staging);
+  } else if constexpr (kMode == StageMode::kActGrad) {
+    stage_round_act_grad<T, BN, kRound, A>(ep, d, m0, n0, staging);
   } else {
     stage_round<T, BN, kMode, kRound>(ep, d, m0, n0, staging);
   }
@@ -284,6 +377,11 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
                    int(m0));
     }
     bulk_commit();
+  }
+  // The round's values are staged (the barrier above): their column sums, read while the TMA
+  // store reads them too; the next round's barrier keeps `staging` until every thread is done.
+  if constexpr (kMode == StageMode::kActGrad) {
+    if (ep.col_partials != nullptr) colsum_round<T, BN, kRound>(ep, m0, n0, staging);
   }
   if constexpr ((kRound + 1) * kRoundCols < BN) {
     store_rounds_tma<T, BN, kMode, A, kAux, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
@@ -299,11 +397,22 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
 // linear_act runs: 6.7% faster at 8192 x 2048 -> 8192 with gelu_tanh, H100); elsewhere an
 // activation without aux runs the aux build with its stores predicated off. The no-aux builds
 // took the bf16/fp16 nt units from about 19 to 30 s of compile on the 16-core GPU machine.
-template <TcType T, int BN, bool kFusable = false, bool kNoAuxActs = false>
+// kActGradBuilt: the kernel also takes mm_bias_act_backward's stage (tc:ws_persistent's for
+// 16-bit operands, A row-major and B row-major: grad @ weight), one build per activation.
+template <TcType T, int BN, bool kFusable = false, bool kNoAuxActs = false,
+          bool kActGradBuilt = false>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
                                                        const float (&d)[BN / 2], int64_t m0,
                                                        int64_t n0, uint8_t* staging, int bar_id) {
+  if constexpr (kActGradBuilt) {
+    if (ep.act_grad()) {  // (before the fused stage's test: its bias is a pair row too)
+      return tc::with_act(ep.act, [&](auto act) {
+        store_rounds_tma<T, BN, StageMode::kActGrad, decltype(act)::value>(ep, map_out, d, m0, n0,
+                                                                           staging, bar_id);
+      });
+    }
+  }
   if constexpr (kFusable) {
     if (ep.fused() || ep.addend_is_pair_row()) {  // the latter: act none, no aux
       return tc::with_act(ep.act, [&](auto act) {

@@ -347,9 +347,13 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused
         // stage, which needs the TMA stores (launch_typed checks; other types, layouts and widths
         // are not built with it: about 4 s of compile time per unit).
+        // mm_bias_act_backward's stage (grad @ weight: A row-major, B row-major) likewise, in the
+        // same tiles.
         constexpr bool kFusable =
             Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
-        store_accumulators_tma<TOut, BN, kFusable>(
+        constexpr bool kActGradBuilt =
+            Ctas == 1 && AK && !BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
+        store_accumulators_tma<TOut, BN, kFusable, false, kActGradBuilt>(
             ep, &map_out, d, m0, n0, staging + cwg * Cfg::kStoreBytesPerConsumer, 1 + cwg);
       } else if (p.splits == 1) {
         store_accumulators<TOut, BN>(ep, d, m0, n0);

@@ -241,6 +241,15 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
               "cudasteps.linear_act: the fused epilogue runs in tc:ws_persistent's and "
               "tc:ws_pingpong's kernels, for 16-bit K-major operands, an output whose rows are "
               "16-byte aligned and an aligned bias row, only");
+  // mm_bias_act_backward's stage: tc:ws_persistent's kernel for 16-bit operands in grad @ weight's
+  // layout (A row-major, B row-major), 128- or 256-wide tiles, unsplit (tc_gemm_cuda forces
+  // tuning.splits 1: split-K's reduce does not apply it), TMA stores and an aligned bias row.
+  TORCH_CHECK(!ep.act_grad() || (T != TcType::kTF32 && AK && !BKm && BN != 64 &&
+                                 which == HopperKernel::kWarpSpecialized && p.tma_store &&
+                                 pr.tuning.splits == 1 && pr.N % 8 == 0 && bias_row),
+              "cudasteps.mm_bias_act_backward: the fused stage runs in tc:ws_persistent's kernel "
+              "for 16-bit operands, grad row-major and weight row-major, unsplit, an output whose "
+              "rows are 16-byte aligned and an aligned bias row, only");
   const int tiles = p.raster.count();
   if constexpr (kLadder) {
     if (which == HopperKernel::kCpAsync) {
@@ -484,7 +493,7 @@ template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   constexpr bool kHalfBuilt = T != TcType::kTF32;
   const bool half_ok = kHalfBuilt && which == HopperKernel::kWarpSpecialized &&
-                       !Epilogue<T>::from(p).fused();
+                       !Epilogue<T>::from(p).fused() && !Epilogue<T>::from(p).act_grad();
   TORCH_CHECK(p.tuning.bn != 64 || half_ok,
               "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
               "or float16 operands and no fused activation only");
