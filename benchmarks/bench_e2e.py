@@ -6,9 +6,7 @@ ffn_step: a transformer feed-forward block, ``Linear(d, h) -> GELU -> Linear(h, 
 backward, ``SGD.step``. ``torch`` is ``torch.nn.Sequential(Linear, GELU, Linear)``, and on CUDA
 ``torch.compile`` is the same model under ``torch.compile`` (what a user who does not switch would
 run); ``cudasteps`` is ``cudasteps.nn.MLP([d, h, d], "gelu")`` loaded with the same weights and
-biases (the function computed is the same; the first loss of both is compared before timing), and
-under bf16 ``ladder:layer_by_layer`` the same MLP with its layers called one by one (the step
-before its two layers ran as one ``linear_act_linear`` with the fused backward).
+biases (the function computed is the same; the first loss of both is compared before timing).
 Two precisions: fp32 with TF32 off (the report disables TF32 for every family), and
 ``torch.autocast(bfloat16)`` with fp32 parameters. The FLOP count is that of the six GEMMs of a
 step (forward: 2; backward: 2 for the input gradients and 2 for the weight gradients),
@@ -74,18 +72,6 @@ def _models(device: torch.device, d: int, h: int):
     return {
         impl: train_ddp.build_model(impl, dims, "gelu", seed=0).to(device) for impl in ("torch", "cudasteps")
     }
-
-
-class _LayerByLayer(nn.Module):
-    """A cudasteps.nn.MLP whose layers are called one by one, as before its last hidden layer and
-    output layer ran as one linear_act_linear (ffn_step's ladder row)."""
-
-    def __init__(self, mlp: cnn.MLP):
-        super().__init__()
-        self.mlp = mlp
-
-    def forward(self, x):
-        return self.mlp.layers(x)
 
 
 def _train_step(model, opt, device, amp_dtype):
@@ -213,12 +199,6 @@ def _ffn_cases(bench, batch: int, d: int, h: int) -> None:
             # its own kernels around cuBLAS): what a user who does not switch would run instead.
             compiled = train_ddp.build_model("torch", [d, h, d], "gelu", seed=0).to(dev)
             models["torch.compile"] = torch.compile(compiled)
-        if dev.type == "cuda" and amp_dtype is not None:
-            # The step before the fused backward: the same MLP, its layers called one by one (each
-            # its own autograd node: the hidden gradient's GEMM, then bias_act_backward's pass).
-            models["ladder:layer_by_layer"] = _LayerByLayer(
-                train_ddp.build_model("cudasteps", [d, h, d], "gelu", seed=0).to(dev)
-            )
         steps = []
         for impl, model in models.items():
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -493,12 +473,8 @@ def run(bench):
         "ffn_step times a whole training step of a transformer FFN block (zero_grad, forward, MSE "
         "loss, backward, SGD step): torch.nn.Sequential(Linear, GELU, Linear), eager and (on CUDA) "
         "under torch.compile, against cudasteps.nn.MLP (its hidden layer and output layer one "
-        "cudasteps.linear_act_linear, whose backward applies GELU's derivative and sums the "
-        "hidden bias's gradient in the epilogue of the GEMM that produces the hidden gradient) "
-        "with the same weights; `ladder:layer_by_layer` (bf16) is that MLP with its layers called "
-        "one by one (a LinearAct, then a Linear: the hidden gradient's GEMM, then "
-        "bias_act_backward's pass over it). block_step times a training step (bf16 autocast, "
-        "AdamW) of a GPT-style pre-LayerNorm block (causal SDPA attention, MLP d -> 4d -> d with "
+        "cudasteps.linear_act_linear: linear_act, then linear) with the same weights. block_step "
+        "times a training step (bf16 autocast, AdamW) of a GPT-style pre-LayerNorm block (causal SDPA attention, MLP d -> 4d -> d with "
         "GELU) whose four linears come from torch.nn or cudasteps.nn, eager and with both models "
         "under torch.compile(fullgraph=True); its TFLOP/s counts the linears only "
         "(3 x 2 x tokens x 12 d^2). ffn_step's TFLOP/s counts the step's six GEMMs only "

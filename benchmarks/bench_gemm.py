@@ -222,11 +222,15 @@ def _torch_mm_gelu_backward(g, w, x, b):
     return grad, grad.sum(0)
 
 
+def _mm_bias_act_backward_step(variant):
+    return lambda g, w, x, b: G.run_mm_bias_act_backward_ladder(variant, g, w, x, b, "gelu_tanh")
+
+
 def run_mm_bias_act_backward(bench):
-    """The fused backward (the activation's derivative and the bias gradient in the GEMM's
-    epilogue) against torch eager (mm, gelu_backward, sum), torch.compile of the same (inductor
-    fuses the derivative and the column sums into its kernels after cuBLAS), and cudasteps' two
-    passes (mm, then bias_act_backward). CUDA only."""
+    """mm_bias_act_backward (an FFN's hidden gradient and its bias gradient) against torch eager
+    (mm, gelu_backward, sum) and torch.compile of the same (inductor fuses the derivative and the
+    column sums into its kernels after cuBLAS), with its ladder: the two passes (what it runs),
+    then the fused epilogue (Hopper). CUDA only."""
     if not bench.is_cuda:
         return
     dtype = torch.bfloat16
@@ -235,8 +239,10 @@ def run_mm_bias_act_backward(bench):
         ("torch", _torch_mm_gelu_backward),
         ("torch.compile", compiled),
         ("cudasteps", lambda g, w, x, b: cudasteps.mm_bias_act_backward(g, w, x, b, "gelu_tanh")),
-        ("ladder:two_pass", lambda g, w, x, b: cudasteps.bias_act_backward(g @ w, x, b, "gelu_tanh")),
     ]
+    hopper = torch.cuda.get_device_capability(bench.device) == (9, 0)
+    steps = G.MM_BIAS_ACT_BACKWARD_LADDER if hopper else ("two_pass",)
+    impls += [(f"ladder:{v}", _mm_bias_act_backward_step(v)) for v in steps]
     shapes = MM_BIAS_ACT_BACKWARD_SHAPES[:1] if bench.quick else MM_BIAS_ACT_BACKWARD_SHAPES
     for m, d, n in shapes:
 
@@ -260,15 +266,17 @@ def run_mm_bias_act_backward(bench):
                 flops=2 * m * n * d,
             )
     bench.section(
-        "mm_bias_act_backward (fused backward epilogue)",
+        "mm_bias_act_backward (the hidden gradient of an FFN's backward)",
         "`cudasteps.mm_bias_act_backward(g, w, x, b, \"gelu_tanh\")`: the hidden gradient of an "
         "FFN's backward, `(g @ w) * gelu'(x + b)`, and its bias gradient (the column sums), as "
-        "`cudasteps.nn.MLP`'s backward runs it (`linear_act_linear`). On Hopper one GEMM whose "
-        "epilogue applies the derivative to the product as mm writes it and sums the values it "
-        "wrote per 32 rows (a deterministic second pass adds those up), against torch eager (`g @ "
-        "w`, `aten.gelu_backward`, `.sum(0)`), torch.compile of the same (inductor's kernels after "
-        "cuBLAS) and `ladder:two_pass`, cudasteps' two passes (`mm`, then `bias_act_backward`: "
-        "what the layers' own nodes run). TFLOP/s counts the GEMM.",
+        "`cudasteps.nn.MLP`'s backward runs it (`linear_act_linear`), against torch eager (`g @ "
+        "w`, `aten.gelu_backward`, `.sum(0)`) and torch.compile of the same (inductor's kernels "
+        "after cuBLAS). `ladder:` rows (`cudasteps.gemm.run_mm_bias_act_backward_ladder`): "
+        "`two_pass` (`mm`, then `bias_act_backward`: what the op runs), `fused` (Hopper: one GEMM, "
+        "tc:ws_persistent's, whose epilogue applies the derivative to the product as mm writes it "
+        "and sums the values it wrote per 32 rows, a deterministic second pass adding those up; "
+        "slower, its instructions exposed while both consumer warpgroups leave the main loop). "
+        "TFLOP/s counts the GEMM.",
     )
 
 

@@ -44,11 +44,15 @@ TORCH_LIBRARY(cudasteps, m) {
       "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
       "(Tensor, Tensor)");
   // bias_act_backward(grad @ weight, x, bias, act): the gradient of bias_act's input x where its
-  // output fed a linear of `weight` (on Hopper the derivative and the bias gradient's column sums
-  // in the GEMM's epilogue); not differentiable.
+  // output fed a linear of `weight`; not differentiable.
   m.def(
       "mm_bias_act_backward(Tensor grad, Tensor weight, Tensor x, Tensor? bias, str act) -> "
       "(Tensor, Tensor?)");
+  // One step of mm_bias_act_backward's ladder (two_pass; fused: the derivative and the bias
+  // gradient's column sums in the Hopper GEMM's epilogue), CUDA.
+  m.def(
+      "ladder_mm_bias_act_backward(Tensor grad, Tensor weight, Tensor x, Tensor? bias, str act, "
+      "str variant) -> (Tensor, Tensor?)");
   // linear(linear_act(input, weight1, bias1, act), weight2, bias2): an FFN block as one autograd
   // node, whose backward runs mm_bias_act_backward.
   m.def(

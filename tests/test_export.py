@@ -191,6 +191,23 @@ def test_aoti_package_cuda(tmp_path):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_export_mlp(device):
+    """cudasteps.nn.MLP exports with its first hidden layer a linear_act node and its last hidden
+    layer and output layer one linear_act_linear node, and the exported program returns the eager
+    model's outputs, bit for bit, at the traced batch and another."""
+    torch.manual_seed(0)
+    model = cudasteps.nn.MLP([D_IN, HIDDEN, HIDDEN, D_OUT], "silu").to(device)
+    x = make_tensor((33, D_IN), torch.float32, device, seed=3)
+    ep = _export(model, x)
+    targets = [str(n.target) for n in ep.graph_module.graph.nodes if str(n.target).startswith("cudasteps.")]
+    assert targets == ["cudasteps.linear_act.default", "cudasteps.linear_act_linear.default"], targets
+    for batch, seed in ((33, 3), (7, 4)):
+        xb = make_tensor((batch, D_IN), torch.float32, device, seed=seed)
+        with torch.no_grad():
+            assert torch.equal(ep.module()(xb), model(xb)), batch
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_export_fp8_mlp(device):
     """cudasteps.nn.MLP(fp8=True) exports with its FP8 ops as nodes (a hidden layer's
     linear_act_fp8, whose amax the next layer's linear_fp8 takes as input_amax) and the exported

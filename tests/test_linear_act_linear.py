@@ -2,11 +2,11 @@
 gemm_autograd.cpp) and cudasteps.nn.MLP, which runs its last hidden layer and its output layer as
 one linear_act_linear.
 
-mm_bias_act_backward(grad, weight, x, bias, act) is bias_act_backward(grad @ weight, x, bias, act):
-on Hopper (bf16/fp16, N a multiple of 8, an output of at least half a wave of 128 x 128 tiles) one
-GEMM whose epilogue applies the derivative to the product as mm writes it and writes the bias
-gradient's column sums per 32 rows; elsewhere the two ops. The reference is the float64 function
-of the same (rounded) inputs.
+mm_bias_act_backward(grad, weight, x, bias, act) is bias_act_backward(grad @ weight, x, bias, act),
+and runs those two ops; its ladder's `fused` step (Hopper: bf16/fp16, N a multiple of 8, an output
+of at least half a wave of 128 x 128 tiles) is one GEMM whose epilogue applies the derivative to
+the product as mm writes it and writes the bias gradient's column sums per 32 rows. The reference
+is the float64 function of the same (rounded) inputs.
 """
 
 import itertools
@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _helpers import DEVICES, HAS_CUDA, make_tensor, rel_err, requires_cuda
+from cudasteps import gemm as G
 from cudasteps import nn as cnn
 
 ACTS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
@@ -27,8 +28,8 @@ def hopper() -> bool:
 
 
 def fused_runs(grad, weight, x, bias) -> bool:
-    """Whether mm_bias_act_backward takes the fused GEMM (gemm_cuda.cpp,
-    mm_bias_act_backward_fuses) for these operands."""
+    """Whether the ladder's fused step takes these operands (gemm_cuda.cpp,
+    mm_bias_act_backward_fuses)."""
     m = grad.numel() // max(grad.shape[-1], 1)
     d, n = weight.shape
     aligned = bias is None or (
@@ -64,7 +65,7 @@ def act64(z, act):
 def reference(grad, weight, x, bias, act):
     """(grad_x, grad_bias) in float64 on the CPU."""
     g = grad.double().cpu() @ weight.double().cpu()
-    z = x.double().cpu()
+    z = x.double().cpu().clone()  # (x itself where it is float64 on the CPU)
     if bias is not None:
         z = z + bias.double().cpu()
     z.requires_grad_()
@@ -92,6 +93,17 @@ def two_pass(grad, weight, x, bias, act):
     return cudasteps.bias_act_backward(product, x, bias, act)
 
 
+def forms(grad, weight, x, bias):
+    """(name, fn(grad, weight, x, bias, act)) for every form that takes these operands: the op,
+    the ladder's two_pass step on CUDA, and its fused step where it runs."""
+    out = [("op", cudasteps.mm_bias_act_backward)]
+    if grad.is_cuda:
+        out.append(("two_pass", lambda *a: G.run_mm_bias_act_backward_ladder("two_pass", *a)))
+    if fused_runs(grad, weight, x, bias):
+        out.append(("fused", lambda *a: G.run_mm_bias_act_backward_ladder("fused", *a)))
+    return out
+
+
 # Odd sizes (no multiple of any tile), 1, and on CUDA sizes the fused GEMM takes on Hopper (N a
 # multiple of 8, enough tiles) with partial edge tiles in both directions: 1037 rows (the last
 # 32-row group of the bias gradient's partial sums has 13 rows), 4100 x 1032.
@@ -108,15 +120,18 @@ def test_mm_bias_act_backward_matches_float64_reference(device, act):
         if device == "cpu" and dtype in (torch.bfloat16, torch.float16) and m * n > 100000:
             continue
         grad, weight, x, b = operands(m, d, n, dtype, device, seed=10, bias=has_bias)
-        gx, gb = cudasteps.mm_bias_act_backward(grad, weight, x, b, act)
         ref_gx, ref_gb = reference(grad, weight, x, b, act)
-        assert gx.dtype == dtype and gx.shape == x.shape and gx.is_contiguous()
-        assert rel_err(gx, ref_gx) < tol(dtype, d), (dtype, m, d, n, act, rel_err(gx, ref_gx))
-        if has_bias:
-            assert gb.dtype == dtype and gb.shape == b.shape
-            assert rel_err(gb, ref_gb) < tol(dtype, d, m), (dtype, m, d, n, act, rel_err(gb, ref_gb))
-        else:
-            assert gb is None
+        for name, fn in forms(grad, weight, x, b):
+            gx, gb = fn(grad, weight, x, b, act)
+            assert gx.dtype == dtype and gx.shape == x.shape and gx.is_contiguous()
+            err = rel_err(gx, ref_gx)
+            assert err < tol(dtype, d), (name, dtype, m, d, n, act, err)
+            if has_bias:
+                assert gb.dtype == dtype and gb.shape == b.shape
+                err = rel_err(gb, ref_gb)
+                assert err < tol(dtype, d, m), (name, dtype, m, d, n, act, err)
+            else:
+                assert gb is None
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -128,10 +143,11 @@ def test_fp32_bias_leading_dims_views_and_empty(device):
     m, d, n = (1037, 520, 2056) if device == "cuda" else (37, 20, 56)
     grad, weight, x, b = operands(m, d, n, dtype, device, seed=20)
     b32 = make_tensor((n,), torch.float32, device, seed=24)
-    gx, gb = cudasteps.mm_bias_act_backward(grad, weight, x, b32, "gelu")
     ref_gx, ref_gb = reference(grad, weight, x, b32, "gelu")
-    assert gb.dtype == torch.float32
-    assert rel_err(gx, ref_gx) < tol(dtype, d) and rel_err(gb, ref_gb) < tol(dtype, d, m)
+    for name, fn in forms(grad, weight, x, b32):
+        gx, gb = fn(grad, weight, x, b32, "gelu")
+        assert gb.dtype == torch.float32, name
+        assert rel_err(gx, ref_gx) < tol(dtype, d) and rel_err(gb, ref_gb) < tol(dtype, d, m), name
     # Leading dims: [a, b, d] against [a, b, n].
     g3, x3 = grad[: 6 * (m // 6)].reshape(6, m // 6, d), x[: 6 * (m // 6)].reshape(6, m // 6, n)
     gx3, gb3 = cudasteps.mm_bias_act_backward(g3, weight, x3, b, "silu")
@@ -159,11 +175,13 @@ def test_fp32_bias_leading_dims_views_and_empty(device):
 
 @pytest.mark.skipif(not hopper(), reason="the fused GEMM runs on a compute capability 9.0 GPU")
 def test_fused_agrees_with_two_pass_and_reproduces():
-    """The fused epilogue applies bias_act_backward's own functor to the product as mm writes it:
-    where the fused GEMM runs the tiles mm runs (2048 x 512 x 2048: 128 x 256 tiles, unsplit,
-    either way), its grad_x is the two passes' bit for bit; elsewhere within the dtype's rounding.
-    The bias gradient sums grad_x as written per 32 rows, then those in order: within float32
-    rounding of bias_act_backward's sums of the unrounded values, and the same bits on every run."""
+    """The fused step's epilogue applies bias_act_backward's own functor to the product as mm
+    writes it: where the fused GEMM runs the tiles mm runs (2048 x 512 x 2048: 128 x 256 tiles,
+    unsplit, either way), its grad_x is the two passes' bit for bit; elsewhere within the dtype's
+    rounding. The bias gradient sums grad_x as written per 32 rows, then those in order: within
+    the dtype's rounding of bias_act_backward's sums of the unrounded values, and the same bits on
+    every run."""
+    fused = lambda *a: G.run_mm_bias_act_backward_ladder("fused", *a)  # noqa: E731
     for dtype, act, (m, d, n), bias_dtype in itertools.product(
         (torch.bfloat16, torch.float16),
         ACTS,
@@ -174,14 +192,16 @@ def test_fused_agrees_with_two_pass_and_reproduces():
             m, d, n, dtype, "cuda", seed=30, bias_dtype=dtype if bias_dtype == "same" else bias_dtype
         )
         assert fused_runs(grad, weight, x, b)
-        gx, gb = cudasteps.mm_bias_act_backward(grad, weight, x, b, act)
+        gx, gb = fused(grad, weight, x, b, act)
         ref_gx, ref_gb = two_pass(grad, weight, x, b, act)
+        assert all(torch.equal(u, v) for u, v in zip(cudasteps.mm_bias_act_backward(grad, weight, x, b, act),
+                                                    (ref_gx, ref_gb))), (dtype, act, m, d, n)
         if (m, d, n) == (2048, 512, 2048):
             assert torch.equal(gx, ref_gx), (dtype, act, bias_dtype)
         else:
             assert rel_err(gx, ref_gx) < 2 * tol(dtype, d), (dtype, act, m, d, n)
         assert rel_err(gb, ref_gb) < tol(dtype, d, m), (dtype, act, m, d, n, rel_err(gb, ref_gb))
-        again = cudasteps.mm_bias_act_backward(grad, weight, x, b, act)
+        again = fused(grad, weight, x, b, act)
         assert torch.equal(gx, again[0]) and torch.equal(gb, again[1]), (dtype, act, m, d, n)
 
 
@@ -193,10 +213,11 @@ def test_poisoned_memory_never_shows():
     for dtype in (torch.bfloat16, torch.float16):
         for m, d, n in [(1037, 520, 2056), (4100, 300, 1032), (131, 31, 264)]:
             grad, weight, x, b = operands(m, d, n, dtype, "cuda", seed=40)
-            for _ in range(4):
-                torch.full((m * n + 4096,), float("nan"), dtype=torch.float32, device="cuda")
-            gx, gb = cudasteps.mm_bias_act_backward(grad, weight, x, b, "gelu")
-            assert not gx.isnan().any() and not gb.isnan().any(), (dtype, m, d, n)
+            for name, fn in forms(grad, weight, x, b):
+                for _ in range(4):
+                    torch.full((m * n + 4096,), float("nan"), dtype=torch.float32, device="cuda")
+                gx, gb = fn(grad, weight, x, b, "gelu")
+                assert not gx.isnan().any() and not gb.isnan().any(), (name, dtype, m, d, n)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -224,6 +245,16 @@ def test_mm_bias_act_backward_errors(device):
                 op(*conv)
     with pytest.raises(RuntimeError, match=r"mm_bias_act_backward: an input requires grad"):
         op(grad, weight.requires_grad_(), x, b, "gelu")
+    ladder = G.run_mm_bias_act_backward_ladder
+    bad_variant = r"cudasteps.ladder_mm_bias_act_backward: variant must be one of two_pass, fused, got 'nope'"
+    with pytest.raises(RuntimeError, match=bad_variant):
+        ladder("nope", *(t.to("meta") for t in (grad, weight.detach(), x, b)), "gelu")
+    if device == "cuda":
+        with pytest.raises(RuntimeError, match=bad_variant):
+            ladder("nope", grad, weight.detach(), x, b, "gelu")
+        # Too few rows and fp32 operands: the fused step is refused, not run.
+        with pytest.raises(RuntimeError, match=r"ladder_mm_bias_act_backward: the fused backward needs"):
+            ladder("fused", grad, weight.detach(), x, b, "gelu")
     if device == "cuda":
         with pytest.raises(RuntimeError, match=r"mm_bias_act_backward: x must be on grad's device"):
             op(grad, weight.detach(), x.cpu(), b, "gelu")
@@ -376,10 +407,9 @@ def _kernel_ops(fn) -> list:
 @pytest.mark.parametrize("device", DEVICES)
 def test_mlp_runs_the_block_op_and_matches_its_layers(device):
     """MLP runs its last hidden layer and its output layer as one linear_act_linear: the same
-    output as calling the layers (bit for bit), the same gradients (bit for bit but the hidden
-    bias's, whose sums go in another order; and on Hopper, where the fused GEMM may take other
-    tiles than mm, the earlier layers' too are within rounding). A hook on a layer keeps the layers
-    separate calls (FSDP2 unshards parameters in one)."""
+    output and gradients as calling the layers, bit for bit (its backward runs mm_bias_act_backward,
+    the same kernels as the layers' nodes). A hook on a layer keeps the layers separate calls
+    (FSDP2 unshards parameters in one)."""
     dims = [48, 1032, 1032, 40] if device == "cuda" else [12, 24, 32, 8]
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     fused, layered = _mlp_pair(dims, dtype, device, seed=120)
@@ -392,10 +422,9 @@ def test_mlp_runs_the_block_op_and_matches_its_layers(device):
     out.backward(g)
     ref.backward(g)
     for (name, p), q in zip(fused.named_parameters(), layered.parameters()):
-        if name.endswith("2.weight") or name.endswith("2.bias"):
-            assert torch.equal(p.grad, q.grad), name
-        else:
-            assert rel_err(p.grad, q.grad) < 4 * tol(dtype, 1032, x.shape[0]), (name, rel_err(p.grad, q.grad))
+        assert torch.equal(p.grad, q.grad), name
+    names = _kernel_ops(lambda: fused(x).backward(g))
+    assert "cudasteps::mm_bias_act_backward" in names
     # With a hook on the output layer the layers are called one by one: no linear_act_linear.
     handle = fused.layers[-1].register_forward_pre_hook(lambda module, args: None)
     try:
@@ -403,17 +432,3 @@ def test_mlp_runs_the_block_op_and_matches_its_layers(device):
         assert torch.equal(fused(x), ref)
     finally:
         handle.remove()
-
-
-@pytest.mark.skipif(not hopper(), reason="the fused GEMM runs on a compute capability 9.0 GPU")
-def test_mlp_backward_runs_no_bias_act_backward_pass():
-    """On Hopper the MLP's backward applies the last hidden layer's activation derivative in the
-    GEMM's epilogue: mm_bias_act_backward runs and no bias_act_backward (its own pass) does for
-    that layer; the first hidden layer (a LinearAct of its own) still runs one."""
-    fused, _ = _mlp_pair([256, 2048, 2048, 256], torch.bfloat16, "cuda", seed=130)
-    x = make_tensor((2048, 256), torch.bfloat16, "cuda", seed=131)
-    out = fused(x)
-    names = _kernel_ops(lambda: out.backward(torch.ones_like(out)))
-    torch.cuda.synchronize()
-    assert "cudasteps::mm_bias_act_backward" in names
-    assert names.count("cudasteps::bias_act_backward") == 1, names

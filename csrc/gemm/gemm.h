@@ -96,9 +96,12 @@ inline void check_linear_args(const at::Tensor& input, const at::Tensor& weight,
   check_gemm_dtype(weight, op, "weight");
   check_same_dtype(weight, input, op, "weight", "input");
   check_same_device(weight, input, op, "weight", "input");
-  CUDASTEPS_CHECK(weight.size(1) == input.size(-1), op, "weight.size(1) must equal input.size(-1) (",
-                  input.size(-1), "), got ", weight.size(1), " (shapes ", input.sizes(), " and ",
-                  weight.sizes(), ")");
+  // Sizes read symbolically: linear_act_linear's Autograd kernel runs these checks on the tensors
+  // torch.export traces, where reading a size as an integer fixes every size of the tensor.
+  CUDASTEPS_CHECK(weight.sym_size(1) == input.sym_size(-1), op,
+                  "weight.size(1) must equal input.size(-1) (", input.sym_size(-1), "), got ",
+                  weight.sym_size(1), " (shapes ", input.sym_sizes(), " and ", weight.sym_sizes(),
+                  ")");
   if (bias.has_value() && bias->defined()) {
     const at::Tensor& b = *bias;
     check_same_dtype(b, input, op, "bias", "input");
@@ -119,8 +122,8 @@ inline elementwise::Act check_linear_act_args(const at::Tensor& input, const at:
   if (bias.has_value() && bias->defined()) {
     const at::Tensor& b = *bias;
     check_same_device(b, input, op, "bias", "input");
-    CUDASTEPS_CHECK(b.dim() == 1 && b.size(0) == weight.size(0), op, "bias must have shape [",
-                    weight.size(0), "], got shape ", b.sizes());
+    CUDASTEPS_CHECK(b.dim() == 1 && b.sym_size(0) == weight.sym_size(0), op,
+                    "bias must have shape [", weight.sym_size(0), "], got shape ", b.sym_sizes());
     CUDASTEPS_CHECK(b.scalar_type() == input.scalar_type() || b.scalar_type() == at::kFloat, op,
                     "bias must have the dtype of input (", input.scalar_type(), ") or Float, got ",
                     b.scalar_type());
@@ -191,7 +194,7 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_two_pass(
 
 // linear_act_linear: linear_act's input, weight1 and bias1 (check_linear_act_args), then a linear
 // of the hidden activation: weight2 [D, weight1.size(0)] and bias2 [D] (or None) of input's dtype
-// and device.
+// and device. Sizes read symbolically (the Autograd kernel runs these checks: check_linear_args).
 inline elementwise::Act check_linear_act_linear_args(const at::Tensor& input,
                                                      const at::Tensor& weight1,
                                                      const c10::optional<at::Tensor>& bias1,
@@ -204,14 +207,16 @@ inline elementwise::Act check_linear_act_linear_args(const at::Tensor& input,
   check_dim(weight2, 2, op, "weight2");
   check_same_dtype(weight2, input, op, "weight2", "input");
   check_same_device(weight2, input, op, "weight2", "input");
-  CUDASTEPS_CHECK(weight2.size(1) == weight1.size(0), op,
-                  "weight2.size(1) must equal weight1.size(0) (", weight1.size(0), "), got ",
-                  weight2.size(1), " (shapes ", weight1.sizes(), " and ", weight2.sizes(), ")");
+  CUDASTEPS_CHECK(weight2.sym_size(1) == weight1.sym_size(0), op,
+                  "weight2.size(1) must equal weight1.size(0) (", weight1.sym_size(0), "), got ",
+                  weight2.sym_size(1), " (shapes ", weight1.sym_sizes(), " and ",
+                  weight2.sym_sizes(), ")");
   if (bias2.has_value() && bias2->defined()) {
     check_same_dtype(*bias2, input, op, "bias2", "input");
     check_same_device(*bias2, input, op, "bias2", "input");
-    CUDASTEPS_CHECK(bias2->dim() == 1 && bias2->size(0) == weight2.size(0), op,
-                    "bias2 must have shape [", weight2.size(0), "], got shape ", bias2->sizes());
+    CUDASTEPS_CHECK(bias2->dim() == 1 && bias2->sym_size(0) == weight2.sym_size(0), op,
+                    "bias2 must have shape [", weight2.sym_size(0), "], got shape ",
+                    bias2->sym_sizes());
   }
   return a;
 }

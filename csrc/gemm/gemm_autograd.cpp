@@ -240,15 +240,15 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
 
 // ---- linear_act_linear: an FFN block, linear(linear_act(input, w1, b1, act), w2, b2) ----
 //
-// One node for both linears, so that its backward can fuse what the per-layer nodes cannot: the
-// GEMM that turns the output's gradient into the hidden activation's (grad @ w2) and that
-// activation's derivative with the bias gradient (bias_act_backward), one mm_bias_act_backward.
+// One node for both linears, so that its backward has in one op what the per-layer nodes split:
+// the GEMM that turns the output's gradient into the hidden activation's (grad @ w2) and that
+// activation's derivative with the bias gradient (bias_act_backward): mm_bias_act_backward, the
+// place for a GEMM with that epilogue (its fused form measured slower, gemm_cuda.cpp: today it
+// runs the same two passes, and the gradients are the layers' nodes', bit for bit).
 // Forward: linear_act_aux (the hidden activation h and the product it came from), then linear.
 // Saved: input, w1, the product, b1, h and w2, what the two layers' nodes save. Backward:
 // grad_w2 = grad^T @ h, grad_b2 = grad's column sums, then (g, grad_b1) = mm_bias_act_backward(
-// grad, w2, product, b1, act), grad_input = g @ w1 and grad_w1 = g^T @ input. g is bit for bit
-// the two nodes' (mm then bias_act_backward) where the fused GEMM runs the kernel mm would;
-// grad_b1 sums g as written, in a fixed order of its own (within float32 rounding of theirs).
+// grad, w2, product, b1, act), grad_input = g @ w1 and grad_w1 = g^T @ input.
 
 using OptTensor = c10::optional<at::Tensor>;
 
@@ -560,8 +560,7 @@ at::Tensor linear_act_linear_autograd(const at::Tensor& input, const at::Tensor&
     return op.call(input, weight1, bias1, weight2, bias2, act);
   }
   // The op's checks here: the ops the node calls would name themselves in a message. They read
-  // input's last size (the features) and the parameters' sizes, never a batch size, so a traced
-  // program's batch stays symbolic.
+  // sizes symbolically, so that a traced program's batch stays symbolic.
   gemm::check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
   return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act);
 }

@@ -197,12 +197,13 @@ std::tuple<at::Tensor, at::Tensor> ladder_linear_act_cuda(const at::Tensor& inpu
   return linear_act_impl(input, weight, bias, act, true, op, form);
 }
 
-// Whether mm_bias_act_backward runs fused for grad [M, D] @ weight [D, N] and the saved x [M, N]:
+// Whether mm_bias_act_backward's fused form can run for grad [M, D] @ weight [D, N] and the saved
+// x [M, N]:
 // bf16/fp16 on a Hopper GPU, more than kGemvMaxTokens rows and columns, N a multiple of 8 (output
 // rows 16-byte aligned for the TMA stores, x read in aligned pairs), x contiguous, D positive, a
 // bias as linear_act_fuses takes it, and an output whose 128 x 128 tiles busy more than half the
 // SMs: the stage runs unsplit, and below that the GEMM alone would be cut along K (choose_splits,
-// tc/sm90/scheduler.cuh), faster than the fusion saves. Elsewhere the two-pass form runs.
+// tc/sm90/scheduler.cuh), faster than the fusion could save.
 bool mm_bias_act_backward_fuses(const at::Tensor& grad, const at::Tensor& weight,
                                 const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
   if (bias.has_value() && bias->defined() &&
@@ -219,12 +220,36 @@ bool mm_bias_act_backward_fuses(const at::Tensor& grad, const at::Tensor& weight
          std::max({M, N, D}) < INT_MAX && ((M + 127) / 128) * ((N + 127) / 128) * 2 > sms;
 }
 
-// mm_bias_act_backward: on Hopper grad @ weight in tc:ws_persistent's kernel with the
-// derivative in its epilogue, which also writes the bias gradient's column sums per 32 rows,
-// added up in order by sum_leading (deterministic); else the two-pass form.
-std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cuda(
+// How mm_bias_act_backward computes: kAuto (the op: the fused form where kFuseActGradByDefault
+// and it can run, else the two passes), or a ladder step's form, forced: kTwoPass (mm, then
+// bias_act_backward) or kFused (the derivative and the bias gradient's column sums in
+// tc:ws_persistent's epilogue).
+enum class MmActGradForm { kAuto, kTwoPass, kFused };
+
+// Whether mm_bias_act_backward runs the fused stage where it can. It does not: the stage costs
+// more than the pass it saves. Measured on an H100 (bf16, gelu, a bias; us, interleaved, CUDA
+// events; mm alone / two passes / fused in tc:ws_persistent / fused in tc:ws_pingpong):
+// 8192 x (2048 -> 8192) 372-386 / 521-529 / 572-579 / 646; 4096 x (4096 -> 11008) 540-567 /
+// 628-662 / 668-707 / 761-765; 8192 x (1024 -> 4096) 100-103 / 181-183 / 232-242 / 249-256; the
+// FFN step (8192 x 2048 -> 8192 -> 2048, bf16 autocast) 3.313 ms with the ping-pong form against
+// 3.218 layer by layer (torch.nn 3.204). The stage is bound by its instruction count: ncu (base
+// clocks, 8192 x 2048 -> 8192) 61M warp instructions and 453 us with act none and no bias (the
+// plain epilogue), 99M and 573 us with relu, 140M and 653 us with gelu; tc:ws_persistent's
+// epilogue stops both consumer warpgroups (its cost is exposed), and tc:ws_pingpong, which hides
+// an epilogue under the other warpgroup's main loop, runs this layout (B row-major) 25-35% slower
+// than tc:ws_persistent to begin with (mm 372 / 499 us), so it is not built with the stage.
+// Bringing x into L2 as each tile's main loop starts (prefetch.global.L2) changed nothing
+// (579 -> 572 us). The separate pass runs the same arithmetic at full occupancy, under its memory
+// time (92% of copy bandwidth).
+constexpr bool kFuseActGradByDefault = false;
+
+// mm_bias_act_backward in the form asked for (kAuto: the op's choice). The fused form: grad @
+// weight in tc:ws_persistent's kernel with the derivative in its epilogue, which also writes the
+// bias gradient's column sums per 32 rows, added up in order by sum_leading (deterministic).
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_impl(
     const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
-    const c10::optional<at::Tensor>& bias, c10::string_view act_name) {
+    const c10::optional<at::Tensor>& bias, c10::string_view act_name, const char* op,
+    MmActGradForm form) {
   const elementwise::Act act = check_mm_bias_act_backward_args(grad, weight, x, bias, act_name);
   const c10::cuda::CUDAGuard guard(grad.device());
   const int64_t D = weight.size(0), N = weight.size(1);
@@ -232,7 +257,18 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cuda(
   for (int64_t d = 0; d + 1 < grad.dim(); ++d) rows *= grad.size(d);
   const at::Tensor g = grad.reshape({rows, D});
   const at::Tensor x2d = x.reshape({rows, N});
-  if (!mm_bias_act_backward_fuses(g, weight, x2d, bias)) {
+  const bool can_fuse = mm_bias_act_backward_fuses(g, weight, x2d, bias);
+  if (form == MmActGradForm::kAuto) {
+    form = can_fuse && kFuseActGradByDefault ? MmActGradForm::kFused : MmActGradForm::kTwoPass;
+  }
+  CUDASTEPS_CHECK(form == MmActGradForm::kTwoPass || can_fuse, op,
+                  "the fused backward needs a compute capability 9.0 GPU (and a build for it), "
+                  "bfloat16 or float16 operands, more than ", kGemvMaxTokens,
+                  " rows, N a multiple of 8 (and more than ", kGemvMaxTokens,
+                  "), a contiguous x, an output of at least half a wave of 128 x 128 tiles and a "
+                  "contiguous bias of x's dtype or float32 aligned to two elements; got grad ",
+                  grad.sizes(), " ", grad.scalar_type(), " and weight ", weight.sizes());
+  if (form == MmActGradForm::kTwoPass) {
     return mm_bias_act_backward_two_pass(grad, weight, x, bias, act_name);
   }
   const bool has_bias = bias.has_value() && bias->defined();
@@ -255,6 +291,26 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cuda(
   return {out.view(x.sizes()), grad_bias};
 }
 
+std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act) {
+  return mm_bias_act_backward_impl(grad, weight, x, bias, act, "mm_bias_act_backward",
+                                   MmActGradForm::kAuto);
+}
+
+// The ladder of mm_bias_act_backward's forms: "two_pass" (mm, then bias_act_backward: what the op
+// runs) and "fused" (the derivative and the column sums in tc:ws_persistent's epilogue; Hopper
+// only, and refused where it cannot run).
+std::tuple<at::Tensor, c10::optional<at::Tensor>> ladder_mm_bias_act_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& x,
+    const c10::optional<at::Tensor>& bias, c10::string_view act, c10::string_view variant) {
+  constexpr const char* op = "ladder_mm_bias_act_backward";
+  CUDASTEPS_CHECK(variant == "two_pass" || variant == "fused", op,
+                  "variant must be one of two_pass, fused, got '", std::string(variant), "'");
+  const MmActGradForm form = variant == "fused" ? MmActGradForm::kFused : MmActGradForm::kTwoPass;
+  return mm_bias_act_backward_impl(grad, weight, x, bias, act, op, form);
+}
+
 }  // namespace
 }  // namespace gemm
 
@@ -266,6 +322,7 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("linear_act_aux", &gemm::linear_act_aux_cuda);
   m.impl("ladder_linear_act", &gemm::ladder_linear_act_cuda);
   m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cuda);
+  m.impl("ladder_mm_bias_act_backward", &gemm::ladder_mm_bias_act_backward_cuda);
   m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
 }
 

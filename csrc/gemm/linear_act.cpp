@@ -18,7 +18,7 @@
 // Also the two-pass forms of the two ops around it:
 //   mm_bias_act_backward(grad, weight, x, bias, act) = bias_act_backward(grad @ weight, x, bias,
 //     act): the gradient of bias_act's input where its output fed a linear of `weight` (the
-//     backward of linear_act_linear), fused on Hopper into the GEMM's epilogue (gemm_cuda.cpp);
+//     backward of linear_act_linear; its fused form, the ladder's, in gemm_cuda.cpp);
 //   linear_act_linear(input, weight1, bias1, weight2, bias2, act) = linear(linear_act(input,
 //     weight1, bias1, act), weight2, bias2): an FFN block, one autograd node whose backward runs
 //     mm_bias_act_backward (gemm_autograd.cpp); its forward is these two ops on every device.

@@ -1,8 +1,7 @@
 """gemm family: ``mm``, ``addmm``, ``linear`` and ``linear_act`` (linear + bias + activation in the
 GEMM's epilogue) on CUDA cores and tensor cores (csrc/gemm), ``linear_act_linear`` (an FFN block
-as one autograd node) and its backward ``mm_bias_act_backward`` (the activation's derivative and
-the bias gradient in the GEMM's epilogue), and ``scaled_mm``, the scaled FP8 GEMM
-(csrc/gemm/scaled_mm.cpp).
+as one autograd node) and its backward ``mm_bias_act_backward`` (the hidden gradient and its bias
+gradient), and ``scaled_mm``, the scaled FP8 GEMM (csrc/gemm/scaled_mm.cpp).
 
 * bfloat16 / float16: tensor cores, fp32 accumulation, output in the input dtype (as torch). On a
   Hopper GPU a warp-specialized wgmma + TMA kernel, elsewhere (sm_80+) a multistage cp.async +
@@ -37,6 +36,10 @@ _ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 # tc:ws_persistent's kernel, then in tc:ws_pingpong's (what the op runs where the stage can run:
 # kFuseByDefault and linear_act_fuses in csrc/gemm/gemm_cuda.cpp; two_pass elsewhere).
 LINEAR_ACT_LADDER = ("two_pass", "fused", "fused_pingpong")
+# mm_bias_act_backward's ladder (run_mm_bias_act_backward_ladder): mm then bias_act_backward (what
+# the op runs: the fused step measured slower, kFuseActGradByDefault in csrc/gemm/gemm_cuda.cpp),
+# then the derivative and the bias gradient's column sums in tc:ws_persistent's epilogue.
+MM_BIAS_ACT_BACKWARD_LADDER = ("two_pass", "fused")
 # scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
 # cores, then the Hopper FP8 kernel (what scaled_mm runs there) and two measured alternatives.
 SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_multicast", "fp8_ws256")
@@ -243,11 +246,11 @@ def linear_act_linear(
 ) -> torch.Tensor:
     """An FFN block, ``linear(linear_act(input, weight1, bias1, act), weight2, bias2)``, as one op.
 
-    The values of those two ops (the same kernels forward). Its point is the backward: one autograd
-    node for both layers, so the GEMM that turns the output's gradient into the hidden
-    activation's (``grad @ weight2``) also applies the activation's derivative and sums the bias
-    gradient (:func:`mm_bias_act_backward`), where the two layers' own nodes run that GEMM, then
-    ``bias_act_backward``, a pass of its own over the hidden gradient. ``bias1`` as
+    The values of those two ops (the same kernels forward). One autograd node for both layers, so
+    that the GEMM that turns the output's gradient into the hidden activation's (``grad @
+    weight2``) and the activation's derivative with the bias gradient are one op,
+    :func:`mm_bias_act_backward`, the place for a GEMM with that epilogue (today the same two
+    passes the layers' own nodes run: the fused GEMM measured slower). ``bias1`` as
     :func:`linear_act` takes it (the input's dtype or float32), ``bias2`` as :func:`linear`.
     Under autocast input, ``weight1``, ``weight2`` and ``bias2`` are cast as those ops cast them.
     Differentiable in all five tensors. ``cudasteps.nn.MLP`` runs its last hidden layer and its
@@ -263,16 +266,32 @@ def mm_bias_act_backward(
 
     The gradient of ``bias_act``'s input ``x`` (and of its bias) where its output fed a linear of
     ``weight`` [D, N] whose output gradient is ``grad`` [..., D]; ``x`` [..., N] has ``grad``'s
-    leading sizes. On a Hopper GPU, for bf16/fp16 with N a multiple of 8 and an output of at least
-    half a wave of 128 x 128 tiles, one GEMM whose epilogue applies the derivative to the product
-    as ``mm`` writes it (so ``grad_x`` is ``bias_act_backward``'s on ``mm``'s output, bit for bit,
-    where the GEMM takes mm's kernel) and writes the column sums of ``grad_x`` per 32 rows, added
-    up in a fixed order: ``grad_bias`` sums ``grad_x`` as written (as torch sums the gradient it
-    wrote), deterministic, within float32 rounding of ``bias_act_backward``'s. Elsewhere ``mm``
-    then ``bias_act_backward``. ``grad_bias`` is None without a bias. Not differentiable (a
-    backward).
+    leading sizes; ``bias`` [N] in ``x``'s dtype or float32, or None (``grad_bias`` is then None).
+    It runs ``mm`` then ``bias_act_backward``: the form with the derivative and the bias gradient
+    in the GEMM's epilogue (the ``fused`` step of :data:`MM_BIAS_ACT_BACKWARD_LADDER`,
+    :func:`run_mm_bias_act_backward_ladder`) measured slower on an H100. Not differentiable (a
+    backward: :func:`linear_act_linear`'s).
     """
     return _ops.mm_bias_act_backward(grad, weight, x, bias, act)
+
+
+def run_mm_bias_act_backward_ladder(
+    variant: str, grad: torch.Tensor, weight: torch.Tensor, x: torch.Tensor, bias, act: str = "gelu"
+) -> tuple:
+    """One step of mm_bias_act_backward's ladder (CUDA): ``(grad_x, grad_bias)``.
+
+    ``two_pass``: ``mm`` then ``bias_act_backward`` (what :func:`mm_bias_act_backward` runs);
+    ``fused``: one GEMM, tc:ws_persistent's, whose epilogue applies the derivative to the product
+    as ``mm`` writes it (``grad_x`` is the two passes' bit for bit where the GEMM takes mm's
+    tiles) and writes the column sums of ``grad_x`` per 32 rows, added up in a fixed order
+    (``grad_bias`` sums ``grad_x`` as written, as torch sums the gradient it wrote; within float32
+    rounding of the two passes' sums of the unrounded values). It needs a compute capability 9.0
+    GPU, bf16/fp16 operands, more than 16 rows, N a multiple of 8 (and more than 16), a contiguous
+    ``x``, an output of at least half a wave of 128 x 128 tiles and an aligned bias; elsewhere it
+    raises. It measured slower than the two passes on an H100 (both consumer warpgroups stop
+    their main loop for an epilogue whose instructions are what it costs).
+    """
+    return _ops.ladder_mm_bias_act_backward(grad, weight, x, bias, act, variant)
 
 
 def scaled_mm(
@@ -544,7 +563,20 @@ def _ladder_linear_act_fake(input, weight, bias, act, variant):
 
 @torch.library.register_fake("cudasteps::mm_bias_act_backward")
 def _mm_bias_act_backward_fake(grad, weight, x, bias, act):
-    op = "mm_bias_act_backward"
+    return _mm_bias_act_backward_outputs(grad, weight, x, bias, act, "mm_bias_act_backward")
+
+
+@torch.library.register_fake("cudasteps::ladder_mm_bias_act_backward")
+def _ladder_mm_bias_act_backward_fake(grad, weight, x, bias, act, variant):
+    op = "ladder_mm_bias_act_backward"
+    steps = ", ".join(MM_BIAS_ACT_BACKWARD_LADDER)
+    _checks.check(
+        variant in MM_BIAS_ACT_BACKWARD_LADDER, op, f"variant must be one of {steps}, got '{variant}'"
+    )
+    return _mm_bias_act_backward_outputs(grad, weight, x, bias, act, op)
+
+
+def _mm_bias_act_backward_outputs(grad, weight, x, bias, act, op):
     _checks.check(
         grad.dim() >= 1,
         op,

@@ -10,8 +10,7 @@
   ``state_dict`` keys as that Sequential (``0.weight``, ``0.bias``).
 * :class:`MLP`: a :class:`LinearAct` per hidden layer, and a plain ``Linear`` (bias fused into the
   matmul epilogue) for the output layer, which has no activation to fuse with; the last hidden
-  layer and the output layer run as one ``linear_act_linear``, whose backward fuses the hidden
-  activation's derivative and bias gradient into a GEMM's epilogue.
+  layer and the output layer run as one ``linear_act_linear`` (one autograd node for both).
 
 Autocast: ``cudasteps.linear`` is registered for autocast in C++ like aten's ``linear``, so under
 ``torch.autocast(dtype=torch.bfloat16)`` a :class:`Linear` casts its input and fp32 parameters to
@@ -234,13 +233,11 @@ class MLP(nn.Module):
     and activation in one pass, and in the backward the activation's derivative and the bias
     gradient in one pass over the saved product); the output layer (logits, no activation) is
     ``Linear(dims[-2], dims[-1])`` with its bias added in the matmul's epilogue. The last hidden
-    layer and the output layer run as one ``cudasteps.linear_act_linear`` (the same values
-    forward), whose backward applies the hidden layer's activation derivative and sums its bias
-    gradient in the epilogue of the GEMM that produces the hidden gradient
-    (``cudasteps.mm_bias_act_backward``) instead of a pass of its own over it; a hook on either
-    layer (FSDP2's unsharding of their parameters, say) keeps them separate calls, each running
-    its hooks. No bias add costs a pass of its own, forward or backward. Parameters are
-    initialised as a stack of
+    layer and the output layer run as one ``cudasteps.linear_act_linear`` (the same values and
+    gradients as calling them), one autograd node whose backward computes the hidden gradient
+    with ``cudasteps.mm_bias_act_backward``; a hook on either layer (FSDP2's unsharding of their
+    parameters, say) keeps them separate calls, each running its hooks. No bias add costs a pass
+    of its own, forward or backward. Parameters are initialised as a stack of
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
     bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
     (keyword only) puts every layer in :class:`Linear`'s FP8 mode: each hidden layer is one

@@ -173,6 +173,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
+  // mm_bias_act_backward's stage (grad @ weight: A row-major, B row-major; 16-bit, single CTAs of
+  // 128-row tiles, 128 or 256 wide) is built into this kernel.
+  constexpr bool kActGradBuilt =
+      Ctas == 1 && AK && !BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* ring = align_1024(smem_raw);
   uint8_t* staging = ring + S * Cfg::kStageBytes;  // kStoreBytes, 1024-byte aligned
@@ -347,12 +351,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused
         // stage, which needs the TMA stores (launch_typed checks; other types, layouts and widths
         // are not built with it: about 4 s of compile time per unit).
-        // mm_bias_act_backward's stage (grad @ weight: A row-major, B row-major) likewise, in the
-        // same tiles.
+        // mm_bias_act_backward's stage (kActGradBuilt) likewise.
         constexpr bool kFusable =
             Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
-        constexpr bool kActGradBuilt =
-            Ctas == 1 && AK && !BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
         store_accumulators_tma<TOut, BN, kFusable, false, kActGradBuilt>(
             ep, &map_out, d, m0, n0, staging + cwg * Cfg::kStoreBytesPerConsumer, 1 + cwg);
       } else if (p.splits == 1) {
@@ -566,7 +567,8 @@ __global__ void __launch_bounds__(384, 1)
       uint8_t* my_staging = staging + c * (Cfg::kStoreBytes / 2);
       if (p.splits == 1 && p.tma_store) {
         // linear_act's fused stage, as in tc:ws_persistent (16-bit K-major operands only), here
-        // under the other warpgroup's main loop.
+        // under the other warpgroup's main loop. (Not mm_bias_act_backward's: built here for bf16
+        // in its layout, it measured slower than in tc:ws_persistent; gemm_cuda.cpp.)
         constexpr bool kFusable = AK && BKm && T != TcType::kTF32;
         store_accumulators_tma<T, BN, kFusable, true>(ep, &map_out, d0, m0, n0, my_staging, 1 + c);
         store_accumulators_tma<T, BN, kFusable, true>(ep, &map_out, d1, m0 + 64, n0, my_staging,
