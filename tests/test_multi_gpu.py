@@ -51,6 +51,18 @@ def _cases():
             lambda t: (_fp8(t[0].float()).double() @ _fp8(t[1].float()).double()) * t[3] ** 2,
             (x, y, c, torch.tensor(0.5)),
         ),
+        (
+            "linear_act_linear",
+            lambda t: cudasteps.linear_act_linear(t[0], t[1].t(), t[2], t[3], t[4], "gelu"),
+            lambda t: F.linear(F.gelu(t[0] @ t[1] + t[2]), t[3], t[4]),
+            (x, y, c, make_tensor((7, 33), torch.float32, "cpu", seed=5), make_tensor((7,), torch.float32, "cpu", seed=6)),
+        ),
+        (
+            "mm_bias_act_backward",
+            lambda t: cudasteps.mm_bias_act_backward(t[0], t[1], t[2], t[3], "silu")[0],
+            lambda t: torch.ops.aten.silu_backward(t[0] @ t[1], t[2] + t[3]),
+            (x, y, make_tensor((67, 33), torch.float32, "cpu", seed=7), c),
+        ),
         ("bias_act", lambda t: cudasteps.bias_act(t[0], t[1], "gelu"), lambda t: F.gelu(t[0] + t[1]), (x, b)),
         (
             # The amax taken in the pass (the kernel's atomic fold on cuda:1's word).
@@ -102,6 +114,25 @@ def test_fp8_mlp_on_cuda1_from_cuda0_context():
     assert torch.equal(x.grad, xr.grad)
     for p, r in zip((w1, b1, w2, b2), refs):
         assert torch.equal(p.grad, r.grad)
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+    reason="the fused GEMM of mm_bias_act_backward's ladder runs on a compute capability 9.0 GPU",
+)
+def test_mm_bias_act_backward_fused_on_cuda1_from_cuda0_context():
+    """The ladder's fused step (the derivative and the bias gradient's column sums in the Hopper
+    GEMM's epilogue) on cuda:1 while cuda:0 is current: grad_x equals the two passes' on cuda:1
+    (within bf16 rounding: the tiles may differ), the bias gradient within its rounding."""
+    torch.cuda.set_device(0)
+    grad = make_tensor((1037, 520), torch.bfloat16, DEV, seed=8) / 520**0.5
+    weight = make_tensor((520, 2056), torch.bfloat16, DEV, seed=9)
+    x = make_tensor((1037, 2056), torch.bfloat16, DEV, seed=10, low=-3, high=3)
+    b = make_tensor((2056,), torch.bfloat16, DEV, seed=11)
+    gx, gb = cudasteps.gemm.run_mm_bias_act_backward_ladder("fused", grad, weight, x, b, "gelu")
+    rx, rb = cudasteps.gemm.run_mm_bias_act_backward_ladder("two_pass", grad, weight, x, b, "gelu")
+    assert gx.device == torch.device(DEV) and gb.device == torch.device(DEV)
+    assert rel_err(gx, rx) < 2.0**-7 and rel_err(gb, rb) < 2.0**-6
 
 
 def test_op_on_cuda1_side_stream():
