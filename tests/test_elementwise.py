@@ -236,7 +236,8 @@ def test_bias_act_amax_nan_inf_and_views(device):
         _, _, gamax = cudasteps.bias_act_backward_amax(x, x, None, "relu")
         assert torch.allclose(gamax.cpu(), torch.tensor(fill), equal_nan=True), fill
     bias = make_tensor((64,), torch.float32, device, seed=4)
-    for view in (misaligned((40, 64), torch.bfloat16, device), make_tensor((64, 40), torch.float32, device).t()):
+    views = (misaligned((40, 64), torch.bfloat16, device), make_tensor((64, 40), torch.float32, device).t())
+    for view in views:
         got = cudasteps.bias_act_amax(view, bias.to(view.dtype), "gelu")
         want = cudasteps.bias_act_amax(view.contiguous(), bias.to(view.dtype), "gelu")
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
@@ -253,7 +254,7 @@ def test_bias_act_amax_errors_and_opcheck(device):
             ((*args[:-1], args[-1].double(), bias.double(), "gelu"),
              rf"cudasteps.{name}: x must be Float or Half or BFloat16, got Double"),
             ((*args, bias[:5], "gelu"), rf"cudasteps.{name}: bias must have shape \[8\]"),
-            ((*args, bias, "tanh"), rf"cudasteps.{name}: act must be one of none, relu, gelu, gelu_tanh, silu"),
+            ((*args, bias, "tanh"), rf"cudasteps.{name}: act must be one of none, relu, gelu, gelu_tanh, silu"),  # noqa: E501
         ]
         if name == "bias_act_backward_amax":
             cases[0] = ((x.double(), x.double(), bias.double(), "gelu"), cases[0][1])
@@ -262,7 +263,8 @@ def test_bias_act_amax_errors_and_opcheck(device):
                 op(*call_args)
             with pytest.raises(RuntimeError, match=message):
                 op(*meta(*call_args))
-        with pytest.raises(RuntimeError, match=rf"cudasteps.{name}: x or bias requires grad, but {name} is not"):
+        refused = rf"cudasteps.{name}: x or bias requires grad, but {name} is not"
+        with pytest.raises(RuntimeError, match=refused):
             op(*args, bias.clone().requires_grad_(), "gelu")
         torch.library.opcheck(op.default, (*args, bias, "silu"))
         torch.library.opcheck(op.default, (*args, None, "gelu"))

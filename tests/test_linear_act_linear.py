@@ -19,12 +19,9 @@ from _helpers import DEVICES, HAS_CUDA, make_tensor, rel_err, requires_cuda
 from cudasteps import gemm as G
 from cudasteps import nn as cnn
 
-ACTS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
-EPS = {torch.float32: 2.0**-23, torch.float64: 2.0**-52, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
-
-
-def hopper() -> bool:
-    return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+# linear_act's tests' activations, float64 reference functions, dtype epsilons and GPU check: the
+# same family's.
+from test_linear_act import ACTS, EPS, act64, hopper
 
 
 def fused_runs(grad, weight, x, bias) -> bool:
@@ -50,16 +47,6 @@ def fused_runs(grad, weight, x, bias) -> bool:
         and aligned
         and -(-m // 128) * -(-n // 128) * 2 > sms
     )
-
-
-def act64(z, act):
-    return {
-        "none": lambda v: v,
-        "relu": F.relu,
-        "gelu": F.gelu,
-        "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-        "silu": F.silu,
-    }[act](z)
 
 
 def reference(grad, weight, x, bias, act):

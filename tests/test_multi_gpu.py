@@ -30,6 +30,8 @@ def _cases():
     y = make_tensor((45, 33), torch.float32, "cpu", seed=2)
     b = make_tensor((45,), torch.float32, "cpu", seed=3)
     c = make_tensor((33,), torch.float32, "cpu", seed=4)
+    w2 = make_tensor((7, 33), torch.float32, "cpu", seed=5)  # linear_act_linear's second layer
+    b2 = make_tensor((7,), torch.float32, "cpu", seed=6)
     return [
         ("copy", lambda t: cudasteps.copy(t[0].t()), lambda t: t[0].t().contiguous(), (x,)),
         ("transpose", lambda t: cudasteps.transpose(t[0]), lambda t: t[0].t(), (x,)),
@@ -55,7 +57,7 @@ def _cases():
             "linear_act_linear",
             lambda t: cudasteps.linear_act_linear(t[0], t[1].t(), t[2], t[3], t[4], "gelu"),
             lambda t: F.linear(F.gelu(t[0] @ t[1] + t[2]), t[3], t[4]),
-            (x, y, c, make_tensor((7, 33), torch.float32, "cpu", seed=5), make_tensor((7,), torch.float32, "cpu", seed=6)),
+            (x, y, c, w2, b2),
         ),
         (
             "mm_bias_act_backward",
@@ -106,7 +108,8 @@ def test_fp8_mlp_on_cuda1_from_cuda0_context():
     (w1, b1), (w2, b2) = mlp.linear_params()
     refs = [t.detach().clone().requires_grad_() for t in (w1, b1, w2, b2)]
     out = mlp(x)
-    ref = cudasteps.linear_fp8(cudasteps.bias_act(cudasteps.linear_fp8(xr, refs[0]), refs[1], "gelu"), *refs[2:])
+    hidden = cudasteps.bias_act(cudasteps.linear_fp8(xr, refs[0]), refs[1], "gelu")
+    ref = cudasteps.linear_fp8(hidden, *refs[2:])
     assert out.device == torch.device(DEV) and torch.equal(out, ref)
     g = make_tensor(out.shape, torch.float32, DEV, seed=6)
     out.backward(g)

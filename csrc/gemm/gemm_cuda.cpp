@@ -67,6 +67,16 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
   return out.view(linear_out_shape(input, N));
 }
 
+// Whether the Hopper kernels' fused stages (linear_act's, mm_bias_act_backward's) can read this
+// bias beside a product of x's dtype: absent, or of x's dtype or float32, contiguous and aligned
+// to two elements (the stages read it in pairs).
+bool epilogue_bias_ok(const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
+  return !bias.has_value() || !bias->defined() ||
+         ((bias->scalar_type() == x.scalar_type() || bias->scalar_type() == at::kFloat) &&
+          bias->stride(0) == 1 &&
+          reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) == 0);
+}
+
 // Whether linear_act can run fused for x [M, K] @ weight^T: where the dispatcher's product would
 // run a Hopper persistent kernel anyway (bf16/fp16 on a Hopper GPU; more than kGemvMaxTokens rows
 // and columns, fewer go to the few-row path; TMA's 32-bit coordinates), the output rows are a
@@ -76,13 +86,7 @@ at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight,
 // Called under the device guard of x's device.
 bool linear_act_fuses(const at::Tensor& x, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias) {
-  // The epilogue reads the bias in pairs of elements (aligned to two).
-  if (bias.has_value() && bias->defined() &&
-      ((bias->scalar_type() != x.scalar_type() && bias->scalar_type() != at::kFloat) ||
-       bias->stride(0) != 1 ||
-       reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
-    return false;
-  }
+  if (!epilogue_bias_ok(x, bias)) return false;
   // 16-bit types only: the fp32 products the FFN targets run the SGEMM (TF32 off), and the TF32
   // kernels are not built with the stage.
   const auto dtype = x.scalar_type();
@@ -198,20 +202,14 @@ std::tuple<at::Tensor, at::Tensor> ladder_linear_act_cuda(const at::Tensor& inpu
 }
 
 // Whether mm_bias_act_backward's fused form can run for grad [M, D] @ weight [D, N] and the saved
-// x [M, N]:
-// bf16/fp16 on a Hopper GPU, more than kGemvMaxTokens rows and columns, N a multiple of 8 (output
-// rows 16-byte aligned for the TMA stores, x read in aligned pairs), x contiguous, D positive, a
-// bias as linear_act_fuses takes it, and an output whose 128 x 128 tiles busy more than half the
-// SMs: the stage runs unsplit, and below that the GEMM alone would be cut along K (choose_splits,
-// tc/sm90/scheduler.cuh), faster than the fusion could save.
+// x [M, N]: bf16/fp16 on a Hopper GPU, more than kGemvMaxTokens rows and columns, N a multiple of
+// 8 (output rows 16-byte aligned for the TMA stores, x read in aligned pairs), x contiguous, D
+// positive, a bias the stage reads (epilogue_bias_ok), and an output whose 128 x 128 tiles busy
+// more than half the SMs: the stage runs unsplit, and below that the GEMM alone would be cut along
+// K (choose_splits, tc/sm90/scheduler.cuh), faster than the fusion could save.
 bool mm_bias_act_backward_fuses(const at::Tensor& grad, const at::Tensor& weight,
                                 const at::Tensor& x, const c10::optional<at::Tensor>& bias) {
-  if (bias.has_value() && bias->defined() &&
-      ((bias->scalar_type() != x.scalar_type() && bias->scalar_type() != at::kFloat) ||
-       bias->stride(0) != 1 ||
-       reinterpret_cast<uintptr_t>(bias->const_data_ptr()) % (2 * bias->element_size()) != 0)) {
-    return false;
-  }
+  if (!epilogue_bias_ok(x, bias)) return false;
   const auto dtype = x.scalar_type();
   const int64_t M = grad.size(0), D = weight.size(0), N = weight.size(1);
   const int64_t sms = sm_count();

@@ -67,7 +67,9 @@ def bias_act_amax(x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tu
     return _ops.bias_act_amax(x, bias, act)
 
 
-def bias_act_backward_amax(grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str) -> tuple:
+def bias_act_backward_amax(
+    grad: torch.Tensor, x: torch.Tensor, bias: Optional[torch.Tensor], act: str
+) -> tuple:
     """``bias_act_backward``'s two gradients and the amax of the first (float32, 0-dim), taken in
     the same pass (the e5m2 cast of that gradient reads it once). As :func:`bias_act_amax`, for
     float32, float16 or bfloat16, and not differentiable."""
