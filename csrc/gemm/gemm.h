@@ -221,14 +221,8 @@ inline elementwise::Act check_linear_act_linear_args(const at::Tensor& input,
   return a;
 }
 
-// linear(linear_act(input, weight1, bias1, act), weight2, bias2): linear_act_linear's forward
-// without autograd, on every device (linear_act.cpp). Arguments checked by the caller.
-at::Tensor linear_act_linear_forward(const at::Tensor& input, const at::Tensor& weight1,
-                                     const c10::optional<at::Tensor>& bias1,
-                                     const at::Tensor& weight2,
-                                     const c10::optional<at::Tensor>& bias2, c10::string_view act);
-
-// linear_act_linear's CPU and CUDA kernel: the checks, then linear_act_linear_forward.
+// linear_act_linear's CPU and CUDA kernel (linear_act.cpp): the checks, then linear(linear_act(
+// input, weight1, bias1, act), weight2, bias2), the op's forward without autograd.
 at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& weight1,
                                     const c10::optional<at::Tensor>& bias1,
                                     const at::Tensor& weight2,

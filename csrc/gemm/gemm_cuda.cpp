@@ -1,9 +1,9 @@
-// CUDA mm / addmm / linear / linear_act / mm_bias_act_backward: the op layer of the gemm family. Checks the arguments
-// (gemm.h), turns each op into one problem, out = alpha * a @ b + beta * addend, and sends it down
-// one of two paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and float32 when torch's TF32
-// switch is on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32 and float64). linear_act
-// runs the bias and activation in the Hopper tensor-core GEMM's epilogue (tc:ws_pingpong's kernel)
-// where it can, and linear then bias_act (linear_act.cpp) elsewhere.
+// CUDA mm / addmm / linear / linear_act / mm_bias_act_backward: the op layer of the gemm family.
+// Checks the arguments (gemm.h), turns each op into one problem, out = alpha * a @ b + beta *
+// addend, and sends it down one of two paths: tensor cores (tc/dispatch.cpp: bf16/fp16 always, and
+// float32 when torch's TF32 switch is on) or the exact SIMT kernels (sgemm/dispatch.cpp: float32
+// and float64). linear_act runs the bias and activation in the Hopper tensor-core GEMM's epilogue
+// (tc:ws_pingpong's kernel) where it can, and linear then bias_act (linear_act.cpp) elsewhere.
 //
 // Tensor cores for float32: torch.backends.cuda.matmul.allow_tf32, or
 // set_float32_matmul_precision "high"/"medium", read from at::globalContext() per call, as
@@ -249,6 +249,11 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_impl(
     const c10::optional<at::Tensor>& bias, c10::string_view act_name, const char* op,
     MmActGradForm form) {
   const elementwise::Act act = check_mm_bias_act_backward_args(grad, weight, x, bias, act_name);
+  // (The op's two passes need none of what follows: while kFuseActGradByDefault is false, a
+  // training step's backward goes straight to them.)
+  if (form == MmActGradForm::kTwoPass || (form == MmActGradForm::kAuto && !kFuseActGradByDefault)) {
+    return mm_bias_act_backward_two_pass(grad, weight, x, bias, act_name);
+  }
   const c10::cuda::CUDAGuard guard(grad.device());
   const int64_t D = weight.size(0), N = weight.size(1);
   int64_t rows = 1;
@@ -256,19 +261,16 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_impl(
   const at::Tensor g = grad.reshape({rows, D});
   const at::Tensor x2d = x.reshape({rows, N});
   const bool can_fuse = mm_bias_act_backward_fuses(g, weight, x2d, bias);
-  if (form == MmActGradForm::kAuto) {
-    form = can_fuse && kFuseActGradByDefault ? MmActGradForm::kFused : MmActGradForm::kTwoPass;
+  if (form == MmActGradForm::kAuto && !can_fuse) {
+    return mm_bias_act_backward_two_pass(grad, weight, x, bias, act_name);
   }
-  CUDASTEPS_CHECK(form == MmActGradForm::kTwoPass || can_fuse, op,
+  CUDASTEPS_CHECK(can_fuse, op,
                   "the fused backward needs a compute capability 9.0 GPU (and a build for it), "
                   "bfloat16 or float16 operands, more than ", kGemvMaxTokens,
                   " rows, N a multiple of 8 (and more than ", kGemvMaxTokens,
                   "), a contiguous x, an output of at least half a wave of 128 x 128 tiles and a "
                   "contiguous bias of x's dtype or float32 aligned to two elements; got grad ",
                   grad.sizes(), " ", grad.scalar_type(), " and weight ", weight.sizes());
-  if (form == MmActGradForm::kTwoPass) {
-    return mm_bias_act_backward_two_pass(grad, weight, x, bias, act_name);
-  }
   const bool has_bias = bias.has_value() && bias->defined();
   Addend add;
   if (has_bias) add = make_bias_addend(*bias, N);

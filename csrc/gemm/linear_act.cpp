@@ -70,17 +70,6 @@ std::tuple<at::Tensor, c10::optional<at::Tensor>> mm_bias_act_backward_two_pass(
   return bias_act_backward_op.call(product.view(x.sizes()), x, bias, act);
 }
 
-at::Tensor linear_act_linear_forward(const at::Tensor& input, const at::Tensor& weight1,
-                                     const c10::optional<at::Tensor>& bias1,
-                                     const at::Tensor& weight2,
-                                     const c10::optional<at::Tensor>& bias2,
-                                     c10::string_view act) {
-  static const auto linear_act_op = typed_op<at::Tensor(
-      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
-      "linear_act");
-  return linear_call(linear_act_op.call(input, weight1, bias1, act), weight2, bias2);
-}
-
 at::Tensor linear_act_unfused(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& bias, c10::string_view act) {
   if (linear_act_is_linear(input, bias, act)) return linear_call(input, weight, bias);
@@ -117,8 +106,11 @@ at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& w
                                     const c10::optional<at::Tensor>& bias1,
                                     const at::Tensor& weight2,
                                     const c10::optional<at::Tensor>& bias2, c10::string_view act) {
+  static const auto linear_act_op = typed_op<at::Tensor(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act");
   check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
-  return linear_act_linear_forward(input, weight1, bias1, weight2, bias2, act);
+  return linear_call(linear_act_op.call(input, weight1, bias1, act), weight2, bias2);
 }
 
 }  // namespace gemm

@@ -492,8 +492,9 @@ void launch_skinny(const TcProblem& pr, int ctas, cudaStream_t stream) {
 template <TcType T, bool AK, bool BKm>
 void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   constexpr bool kHalfBuilt = T != TcType::kTF32;
-  const bool half_ok = kHalfBuilt && which == HopperKernel::kWarpSpecialized &&
-                       !Epilogue<T>::from(p).fused() && !Epilogue<T>::from(p).act_grad();
+  const Epilogue<T> ep = Epilogue<T>::from(p);
+  const bool half_ok =
+      kHalfBuilt && which == HopperKernel::kWarpSpecialized && !ep.fused() && !ep.act_grad();
   TORCH_CHECK(p.tuning.bn != 64 || half_ok,
               "cudasteps.mm: 128 x 64 tiles (bn64) are built for tc:ws_persistent with bfloat16 "
               "or float16 operands and no fused activation only");
@@ -512,7 +513,7 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   // linear_act's fused stage asks for tc:ws_pingpong where there is no tail split
   // (tc_hopper_tail_split_wanted): it takes the skinny tiles too, so its product stays linear's.
   const bool default_kernel = which == HopperKernel::kWarpSpecialized ||
-                              (which == HopperKernel::kPingPong && Epilogue<T>::from(p).fused());
+                              (which == HopperKernel::kPingPong && ep.fused());
   if constexpr (kHalfBuilt && AK && BKm) {
     const SkinnyTiles skinny =
         chosen && default_kernel ? skinny_tiles(p.M, p.N, sm_count()) : SkinnyTiles{};
