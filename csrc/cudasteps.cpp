@@ -33,8 +33,16 @@ TORCH_LIBRARY(cudasteps, m) {
 
   // ---- gemm (csrc/gemm) ----
   m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  // As aten's mm.dtype: out_dtype self's dtype, or float32 for bf16/fp16 operands (the fp32
+  // accumulators written unrounded).
+  m.def("mm.dtype(Tensor self, Tensor mat2, ScalarType out_dtype) -> Tensor");
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  // linear with input, weight and bias cast to `dtype` first (what autocast runs: its kernel calls
+  // this with the parameters uncast), the output in `dtype`; the gradients come back in each
+  // argument's own dtype, a float32 weight's and input's written so by the backward's GEMMs
+  // (mm.dtype), with no cast pass after them.
+  m.def("linear.dtype(Tensor input, Tensor weight, Tensor? bias, ScalarType dtype) -> Tensor");
   m.def("ladder_mm(Tensor self, Tensor mat2, str variant) -> Tensor");
   // act(input @ weight.t() + bias); _aux also returns input @ weight.t() (before the bias), what
   // the backward reads: the op autograd records for linear_act. The ladder's steps return both.
@@ -58,6 +66,11 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "linear_act_linear(Tensor input, Tensor weight1, Tensor? bias1, Tensor weight2, "
       "Tensor? bias2, str act=\"gelu\") -> Tensor");
+  // The same with input, weight1, weight2 and bias2 cast to `dtype` first (bias1 as given: it may
+  // stay float32, as linear_act's), as linear.dtype: what autocast runs.
+  m.def(
+      "linear_act_linear.dtype(Tensor input, Tensor weight1, Tensor? bias1, Tensor weight2, "
+      "Tensor? bias2, str act, ScalarType dtype) -> Tensor");
   // (scale_a * a) @ (scale_b * b) + bias for float8 a and b, as torch._scaled_mm, any shape.
   m.def(
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "

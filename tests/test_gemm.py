@@ -320,12 +320,12 @@ def test_opcheck(device, requires_grad):
     def mk(shape, seed):
         return make_tensor(shape, torch.float32, device, seed=seed).requires_grad_(requires_grad)
 
-    torch.library.opcheck(torch.ops.cudasteps.mm, (mk((5, 6), 1), mk((6, 7), 2)))
+    torch.library.opcheck(torch.ops.cudasteps.mm.default, (mk((5, 6), 1), mk((6, 7), 2)))
     torch.library.opcheck(
         torch.ops.cudasteps.addmm, (mk((7,), 3), mk((5, 6), 1), mk((6, 7), 2)), {"beta": 0.5, "alpha": 2.0}
     )
-    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
-    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((5, 6), 1), mk((7, 6), 2), None))
+    torch.library.opcheck(torch.ops.cudasteps.linear.default, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
+    torch.library.opcheck(torch.ops.cudasteps.linear.default, (mk((5, 6), 1), mk((7, 6), 2), None))
 
 
 @requires_cuda
@@ -613,9 +613,9 @@ def test_opcheck_half(device, dtype):
     def mk(shape, seed):
         return make_tensor(shape, dtype, device, seed=seed).requires_grad_()
 
-    torch.library.opcheck(torch.ops.cudasteps.mm, (mk((5, 6), 1), mk((6, 7), 2)))
+    torch.library.opcheck(torch.ops.cudasteps.mm.default, (mk((5, 6), 1), mk((6, 7), 2)))
     torch.library.opcheck(torch.ops.cudasteps.addmm, (mk((7,), 3), mk((5, 6), 1), mk((6, 7), 2)))
-    torch.library.opcheck(torch.ops.cudasteps.linear, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
+    torch.library.opcheck(torch.ops.cudasteps.linear.default, (mk((2, 5, 6), 1), mk((7, 6), 2), mk((7,), 3)))
 
 
 # Every tensor-core ladder step, every dtype, every layout, odd shapes.

@@ -11,8 +11,10 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/checks.h"
@@ -63,6 +65,43 @@ inline void check_mm_pair(const at::Tensor& a, const at::Tensor& b, const char* 
   CUDASTEPS_CHECK(b.size(0) == a.size(1), op, b_name, ".size(0) must equal ", a_name,
                   ".size(1) (", a.size(1), "), got ", b.size(0), " (shapes ", a.sizes(), " and ",
                   b.sizes(), ")");
+}
+
+// mm.dtype's out_dtype: self's dtype, or float32 for bf16/fp16 operands (as aten's mm.dtype).
+inline void check_mm_out_dtype(const at::Tensor& self, at::ScalarType out_dtype) {
+  const auto dtype = self.scalar_type();
+  CUDASTEPS_CHECK(out_dtype == dtype ||
+                      (out_dtype == at::kFloat && (dtype == at::kHalf || dtype == at::kBFloat16)),
+                  "mm", "out_dtype must be self's dtype (", dtype,
+                  ") or, for bfloat16 or float16 operands, Float, got ", out_dtype);
+}
+
+// The dtype of linear.dtype and linear_act_linear.dtype: one the product can run in.
+inline void check_compute_dtype(at::ScalarType dtype, const char* op) {
+  CUDASTEPS_CHECK(is_gemm_dtype(dtype), op, "dtype must be float32, float64, float16 or bfloat16, got ",
+                  dtype);
+}
+
+// The arguments of linear.dtype and linear_act_linear.dtype as given (their casts then meet the
+// default overload's checks): each tensor defined and of a GEMM dtype (an absent optional one
+// passes), and dtype one the product can run in.
+inline void check_cast_args(const char* op, at::ScalarType dtype,
+                            std::initializer_list<std::pair<const at::Tensor*, const char*>> args) {
+  for (const auto& [t, name] : args) {
+    check_defined(*t, op, name);
+    check_gemm_dtype(*t, op, name);
+  }
+  check_compute_dtype(dtype, op);
+}
+
+// t cast to dtype (autocast's cast: a copy where the dtype differs), or t itself.
+inline at::Tensor cast_to(const at::Tensor& t, at::ScalarType dtype) {
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+inline c10::optional<at::Tensor> cast_to(const c10::optional<at::Tensor>& t,
+                                         at::ScalarType dtype) {
+  if (!t.has_value() || !t->defined()) return t;
+  return cast_to(*t, dtype);
 }
 
 // addmm: self must broadcast to [M, N] and share dtype/device with mat1.
@@ -227,6 +266,16 @@ at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& w
                                     const c10::optional<at::Tensor>& bias1,
                                     const at::Tensor& weight2,
                                     const c10::optional<at::Tensor>& bias2, c10::string_view act);
+
+// The CPU and CUDA kernels of linear.dtype and linear_act_linear.dtype (linear_act.cpp): the
+// arguments cast to dtype (check_compute_dtype), then the op's default overload.
+at::Tensor linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias, at::ScalarType dtype);
+at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight1,
+                                          const c10::optional<at::Tensor>& bias1,
+                                          const at::Tensor& weight2,
+                                          const c10::optional<at::Tensor>& bias2,
+                                          c10::string_view act, at::ScalarType dtype);
 
 // ---- the FP8 linears' shared pieces (linear_fp8.cpp, gemm_autograd.cpp) ----
 

@@ -8,7 +8,10 @@
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
 // left alone, and within one autocast region a leaf parameter (the weight) is cast once and reused.
 // The cast is differentiable, so gradients reach the fp32 parameters through the dispatcher's
-// Autograd key below this one.
+// Autograd key below this one. linear and linear_act_linear instead hand their tensors uncast to
+// their .dtype overloads where autocast would cast them all (all_cast): those cast them in their
+// own autograd node, and its backward writes a float32 parameter's gradient in float32 from the
+// GEMM, where a cast node would take one more pass over it.
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
@@ -35,6 +38,20 @@ c10::optional<at::Tensor> cast(const c10::optional<at::Tensor>& t) {
   return cast<Device>(*t);
 }
 
+// Whether the tensors given are all ones autocast casts (at::autocast::is_eligible: floating point
+// but float64, on this device type): then linear and linear_act_linear run their .dtype overload,
+// which casts them itself and writes their gradients in their own dtypes straight from the
+// backward's GEMMs; the cached casts' ToCopyBackward nodes would each take a pass over a
+// gradient (a float32 weight's: 6 bytes per element) after its GEMM. (The overloads cast a weight
+// used twice in one autocast region twice, where cached_cast keeps one copy.)
+template <c10::DeviceType Device>
+bool all_cast(std::initializer_list<const c10::optional<at::Tensor>*> tensors) {
+  for (const auto* t : tensors) {
+    if (t->has_value() && (*t)->defined() && !at::autocast::is_eligible(**t, Device)) return false;
+  }
+  return true;
+}
+
 template <c10::DeviceType Device>
 at::Tensor mm_autocast(const at::Tensor& self, const at::Tensor& mat2) {
   static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
@@ -59,6 +76,13 @@ at::Tensor linear_autocast(const at::Tensor& input, const at::Tensor& weight,
       typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&)>(
           "linear");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  const c10::optional<at::Tensor> in(input), w(weight);
+  if (all_cast<Device>({&in, &w, &bias})) {
+    static const auto dtype_op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                     const c10::optional<at::Tensor>&,
+                                                     at::ScalarType)>("linear", "dtype");
+    return dtype_op.call(input, weight, bias, at::autocast::get_autocast_dtype(Device));
+  }
   return op.call(cast<Device>(input), cast<Device>(weight), cast<Device>(bias));
 }
 
@@ -100,6 +124,15 @@ at::Tensor linear_act_linear_autocast(const at::Tensor& input, const at::Tensor&
       const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, const at::Tensor&,
       const c10::optional<at::Tensor>&, c10::string_view)>("linear_act_linear");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  const c10::optional<at::Tensor> in(input), w1(weight1), w2(weight2);
+  if (all_cast<Device>({&in, &w1, &w2, &bias2})) {
+    static const auto dtype_op = typed_op<at::Tensor(
+        const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, const at::Tensor&,
+        const c10::optional<at::Tensor>&, c10::string_view, at::ScalarType)>("linear_act_linear",
+                                                                              "dtype");
+    return dtype_op.call(input, weight1, bias1, weight2, bias2, act,
+                         at::autocast::get_autocast_dtype(Device));
+  }
   return op.call(cast<Device>(input), cast<Device>(weight1), bias1, cast<Device>(weight2),
                  cast<Device>(bias2), act);
 }

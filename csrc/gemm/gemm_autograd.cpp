@@ -4,7 +4,9 @@
 // column-major operand), so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (the
 // FP8 linears: scaled_mm on the FP8 transposes their forward kept). Bias and broadcast-self
 // gradients are reductions through cudasteps::sum, or (linear_act, linear_act_fp8) the column
-// sums of bias_act_backward.
+// sums of bias_act_backward. The .dtype overloads (linear.dtype, linear_act_linear.dtype: what
+// autocast runs) cast their arguments in the forward and write each gradient in its argument's
+// own dtype, a float32 weight's straight from its GEMM (mm.dtype, mm_into).
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -18,6 +20,25 @@ at::Tensor mm_call(const at::Tensor& a, const at::Tensor& b) {
   static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("mm");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   return op.call(a, b);
+}
+
+at::Tensor mm_dtype_call(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype) {
+  static const auto op =
+      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, at::ScalarType)>("mm", "dtype");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(a, b, out_dtype);
+}
+
+// a @ b with the result in out_dtype (a gradient in its argument's dtype): mm where that is the
+// operands' dtype; mm.dtype's float32 output of 16-bit operands (written by the GEMM, no cast
+// pass, no rounding to 16 bits on the way); else mm, then a cast.
+at::Tensor mm_into(const at::Tensor& a, const at::Tensor& b, at::ScalarType out_dtype) {
+  const auto dtype = a.scalar_type();
+  if (out_dtype == dtype) return mm_call(a, b);
+  if (out_dtype == at::kFloat && (dtype == at::kBFloat16 || dtype == at::kHalf)) {
+    return mm_dtype_call(a, b, out_dtype);
+  }
+  return mm_call(a, b).to(out_dtype);
 }
 
 at::Tensor addmm_call(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
@@ -80,18 +101,22 @@ at::Tensor sum_call(const at::Tensor& t, std::vector<int64_t> dims, bool keepdim
 // size-1 dims kept). Never called with an empty dim list (which would mean "all dims"). Sizes are
 // symbolic: under torch.compile / torch.export with a dynamic batch, plain sizes would pin the
 // batch to the traced value.
-at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<c10::SymInt>& sizes) {
+// dtype (where given): the result's, the sums accumulated as cudasteps::sum does for it (a
+// float32 bias's gradient summed from a bf16 gradient in float32, with no cast after).
+at::Tensor sum_to_sizes(const at::Tensor& grad, const std::vector<c10::SymInt>& sizes,
+                        c10::optional<at::ScalarType> dtype = c10::nullopt) {
   at::Tensor r = grad;
   const int64_t lead = grad.dim() - int64_t(sizes.size());
   if (lead > 0) {
     std::vector<int64_t> dims(lead);
     for (int64_t d = 0; d < lead; ++d) dims[d] = d;
-    r = sum_call(r, dims, false);
+    r = sum_call(r, dims, false, dtype);
   }
   std::vector<int64_t> ones;
   for (int64_t d = 0; d < int64_t(sizes.size()); ++d)
     if (sizes[d] == 1 && r.sym_size(d) != 1) ones.push_back(d);
-  if (!ones.empty()) r = sum_call(r, ones, true);
+  if (!ones.empty()) r = sum_call(r, ones, true, dtype);
+  if (dtype.has_value() && r.scalar_type() != *dtype) r = r.to(*dtype);
   return r;
 }
 
@@ -114,6 +139,24 @@ class MmFunction : public torch::autograd::Function<MmFunction> {
     mm_backward(grad_outputs[0], saved[0], saved[1], ctx->needs_input_grad(0),
                 ctx->needs_input_grad(1), grad_a, grad_b);
     return {grad_a, grad_b};
+  }
+};
+
+// mm.dtype: the gradient comes in out_dtype; each operand's is taken in the operands' dtype (the
+// output gradient cast to it), as mm's, then written in that dtype.
+class MmDtypeFunction : public torch::autograd::Function<MmDtypeFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
+                            at::ScalarType out_dtype) {
+    ctx->save_for_backward({a, b});
+    return mm_dtype_call(a, b, out_dtype);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    at::Tensor grad_a, grad_b;
+    mm_backward(gemm::cast_to(grad_outputs[0], saved[0].scalar_type()), saved[0], saved[1],
+                ctx->needs_input_grad(0), ctx->needs_input_grad(1), grad_a, grad_b);
+    return {grad_a, grad_b, at::Tensor()};
   }
 };
 
@@ -149,12 +192,40 @@ class AddmmFunction : public torch::autograd::Function<AddmmFunction> {
   }
 };
 
+// The dtypes the gradients of a linear.dtype-style call come back in (its arguments' own), kept
+// by the forward: "<name>_dtype" in saved_data, read by grad_dtype (the casts' dtype, that of
+// the saved tensors, where the call had no dtype).
+void save_arg_dtype(AutogradContext* ctx, const char* name, const at::Tensor& t) {
+  ctx->saved_data[std::string(name) + "_dtype"] = int64_t(t.scalar_type());
+}
+c10::optional<at::ScalarType> saved_arg_dtype(AutogradContext* ctx, const char* name) {
+  const auto it = ctx->saved_data.find(std::string(name) + "_dtype");
+  if (it == ctx->saved_data.end()) return c10::nullopt;
+  return at::ScalarType(it->second.toInt());
+}
+at::ScalarType grad_dtype(AutogradContext* ctx, const char* name, const at::Tensor& cast) {
+  return saved_arg_dtype(ctx, name).value_or(cast.scalar_type());
+}
+
+// dtype (linear.dtype): input, weight and bias are cast to it first, the casts saved; the
+// backward writes each gradient in its argument's dtype (mm_into, sum_to_sizes's dtype).
 class LinearFunction : public torch::autograd::Function<LinearFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
-                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
-    ctx->save_for_backward({input, weight});
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input_arg,
+                            const at::Tensor& weight_arg, const c10::optional<at::Tensor>& bias_arg,
+                            c10::optional<at::ScalarType> dtype) {
+    at::Tensor input = input_arg, weight = weight_arg;
+    c10::optional<at::Tensor> bias = bias_arg;
     const bool has_bias = bias.has_value() && bias->defined();
+    if (dtype.has_value()) {
+      save_arg_dtype(ctx, "input", input_arg);
+      save_arg_dtype(ctx, "weight", weight_arg);
+      if (has_bias) save_arg_dtype(ctx, "bias", *bias_arg);
+      input = gemm::cast_to(input_arg, *dtype);
+      weight = gemm::cast_to(weight_arg, *dtype);
+      bias = gemm::cast_to(bias_arg, *dtype);
+    }
+    ctx->save_for_backward({input, weight});
     ctx->saved_data["bias_sizes"] = has_bias ? bias->sym_sizes() : c10::SymIntArrayRef();
     ctx->saved_data["has_bias"] = has_bias;
     return linear_call(input, weight, bias);
@@ -171,16 +242,20 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
     const at::Tensor grad2d = grad_outputs[0].reshape_symint({rows, N});
     at::Tensor grad_input, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) {
-      grad_input = mm_call(grad2d, weight).view_symint(input.sym_sizes());  // [rows, N] @ [N, K]
+      // [rows, N] @ [N, K]
+      grad_input = mm_into(grad2d, weight, grad_dtype(ctx, "input", input))
+                       .view_symint(input.sym_sizes());
     }
     if (ctx->needs_input_grad(1)) {
       const at::Tensor input2d = input.reshape_symint({rows, K});
-      grad_weight = mm_call(grad2d.t(), input2d);  // [N, rows] @ [rows, K]
+      // [N, rows] @ [rows, K]
+      grad_weight = mm_into(grad2d.t(), input2d, grad_dtype(ctx, "weight", weight));
     }
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
-      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toSymIntVector());
+      grad_bias = sum_to_sizes(grad2d, ctx->saved_data["bias_sizes"].toSymIntVector(),
+                               saved_arg_dtype(ctx, "bias"));
     }
-    return {grad_input, grad_weight, grad_bias};
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};
   }
 };
 
@@ -264,14 +339,32 @@ std::tuple<at::Tensor, OptTensor> mm_bias_act_backward_call(const at::Tensor& gr
   return op.call(grad, weight, x, bias, act);
 }
 
+// dtype (linear_act_linear.dtype): input, weight1, weight2 and bias2 are cast to it first (bias1
+// as given), the casts saved; the backward writes each gradient in its argument's dtype.
 class LinearActLinearFunction : public torch::autograd::Function<LinearActLinearFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight1,
-                            const OptTensor& bias1, const at::Tensor& weight2,
-                            const OptTensor& bias2, c10::string_view act) {
-    auto [h, product] = linear_act_aux_call(input, weight1, bias1, act);
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input_arg,
+                            const at::Tensor& weight1_arg, const OptTensor& bias1,
+                            const at::Tensor& weight2_arg, const OptTensor& bias2_arg,
+                            c10::string_view act, c10::optional<at::ScalarType> dtype) {
+    at::Tensor input = input_arg, weight1 = weight1_arg, weight2 = weight2_arg;
+    OptTensor bias2 = bias2_arg;
     const bool has_bias1 = bias1.has_value() && bias1->defined();
     const bool has_bias2 = bias2.has_value() && bias2->defined();
+    if (dtype.has_value()) {
+      save_arg_dtype(ctx, "input", input_arg);
+      save_arg_dtype(ctx, "weight1", weight1_arg);
+      save_arg_dtype(ctx, "weight2", weight2_arg);
+      if (has_bias2) save_arg_dtype(ctx, "bias2", *bias2_arg);
+      input = gemm::cast_to(input_arg, *dtype);
+      weight1 = gemm::cast_to(weight1_arg, *dtype);
+      weight2 = gemm::cast_to(weight2_arg, *dtype);
+      bias2 = gemm::cast_to(bias2_arg, *dtype);
+      // The checks of the casts (shapes, devices, bias1's dtype), as linear_act_linear_autograd
+      // runs them on the default overload's arguments.
+      gemm::check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
+    }
+    auto [h, product] = linear_act_aux_call(input, weight1, bias1, act);
     ctx->save_for_backward(
         {input, weight1, product, has_bias1 ? *bias1 : at::Tensor(), h, weight2});
     ctx->saved_data["act"] = std::string(act);
@@ -298,9 +391,13 @@ class LinearActLinearFunction : public torch::autograd::Function<LinearActLinear
     const at::Tensor grad = grad_outputs[0].reshape_symint({rows, D});
     const bool has_bias1 = bias1.has_value();
     at::Tensor grad_input, grad_weight1, grad_bias1, grad_weight2, grad_bias2;
-    if (needs(ctx, 3, has_bias1)) grad_weight2 = mm_call(grad.t(), h.reshape_symint({rows, H}));
+    if (needs(ctx, 3, has_bias1)) {
+      grad_weight2 =
+          mm_into(grad.t(), h.reshape_symint({rows, H}), grad_dtype(ctx, "weight2", weight2));
+    }
     if (ctx->saved_data["has_bias2"].toBool() && needs(ctx, 4, has_bias1)) {
-      grad_bias2 = sum_to_sizes(grad, ctx->saved_data["bias2_sizes"].toSymIntVector());
+      grad_bias2 = sum_to_sizes(grad, ctx->saved_data["bias2_sizes"].toSymIntVector(),
+                                saved_arg_dtype(ctx, "bias2"));
     }
     // (An absent bias1 is no input of the graph: no edge to ask about.)
     const bool need_bias1 = has_bias1 && ctx->needs_input_grad(2);
@@ -308,12 +405,17 @@ class LinearActLinearFunction : public torch::autograd::Function<LinearActLinear
       auto [g, grad_b1] = mm_bias_act_backward_call(grad, weight2, product.reshape_symint({rows, H}),
                                                     bias1, ctx->saved_data["act"].toStringRef());
       if (ctx->needs_input_grad(0)) {
-        grad_input = mm_call(g, weight1).view_symint(input.sym_sizes());
+        grad_input = mm_into(g, weight1, grad_dtype(ctx, "input", input))
+                         .view_symint(input.sym_sizes());
       }
-      if (ctx->needs_input_grad(1)) grad_weight1 = mm_call(g.t(), input.reshape_symint({rows, K}));
+      if (ctx->needs_input_grad(1)) {
+        grad_weight1 = mm_into(g.t(), input.reshape_symint({rows, K}),
+                               grad_dtype(ctx, "weight1", weight1));
+      }
       if (need_bias1) grad_bias1 = *grad_b1;
     }
-    return {grad_input, grad_weight1, grad_bias1, grad_weight2, grad_bias2, at::Tensor()};
+    return {grad_input, grad_weight1, grad_bias1, grad_weight2, grad_bias2, at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -512,6 +614,12 @@ at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
   return MmFunction::apply(self, mat2);
 }
 
+at::Tensor mm_dtype_autograd(const at::Tensor& self, const at::Tensor& mat2,
+                             at::ScalarType out_dtype) {
+  if (!needs_grad(self, mat2)) return mm_dtype_call(self, mat2, out_dtype);
+  return MmDtypeFunction::apply(self, mat2, out_dtype);
+}
+
 at::Tensor addmm_autograd(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                           const at::Scalar& beta, const at::Scalar& alpha) {
   if (!needs_grad(self, mat1, mat2)) return addmm_call(self, mat1, mat2, beta, alpha);
@@ -521,7 +629,21 @@ at::Tensor addmm_autograd(const at::Tensor& self, const at::Tensor& mat1, const 
 at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight,
                            const c10::optional<at::Tensor>& bias) {
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) return linear_call(input, weight, bias);
-  return LinearFunction::apply(input, weight, bias);
+  return LinearFunction::apply(input, weight, bias, c10::nullopt);
+}
+
+at::Tensor linear_dtype_autograd(const at::Tensor& input, const at::Tensor& weight,
+                                 const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                               const OptTensor&, at::ScalarType)>("linear", "dtype");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight, bias, dtype);
+  }
+  // The checks of the op (of its arguments as given, then of the casts, by linear's kernel).
+  gemm::check_cast_args("linear", dtype, {{&input, "input"}, {&weight, "weight"}});
+  if (bias.has_value() && bias->defined()) gemm::check_cast_args("linear", dtype, {{&*bias, "bias"}});
+  return LinearFunction::apply(input, weight, bias, dtype);
 }
 
 std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& input,
@@ -562,7 +684,27 @@ at::Tensor linear_act_linear_autograd(const at::Tensor& input, const at::Tensor&
   // The op's checks here: the ops the node calls would name themselves in a message. They read
   // sizes symbolically, so that a traced program's batch stays symbolic.
   gemm::check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
-  return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act);
+  return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act, c10::nullopt);
+}
+
+at::Tensor linear_act_linear_dtype_autograd(const at::Tensor& input, const at::Tensor& weight1,
+                                           const OptTensor& bias1, const at::Tensor& weight2,
+                                           const OptTensor& bias2, c10::string_view act,
+                                           at::ScalarType dtype) {
+  if (!needs_grad(input, weight1) && !needs_grad(weight2) && !needs_grad_opt(bias1) &&
+      !needs_grad_opt(bias2)) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                               const OptTensor&, const at::Tensor&,
+                                               const OptTensor&, c10::string_view, at::ScalarType)>(
+        "linear_act_linear", "dtype");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight1, bias1, weight2, bias2, act, dtype);
+  }
+  constexpr const char* op = "linear_act_linear";
+  gemm::check_cast_args(op, dtype, {{&input, "input"}, {&weight1, "weight1"}, {&weight2, "weight2"}});
+  if (bias2.has_value() && bias2->defined()) gemm::check_cast_args(op, dtype, {{&*bias2, "bias2"}});
+  // (The casts' checks: in the forward, once they exist.)
+  return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act, dtype);
 }
 
 // mm_bias_act_backward is a backward (linear_act_linear's): not differentiable itself.
@@ -583,6 +725,9 @@ std::tuple<at::Tensor, OptTensor> mm_bias_act_backward_autograd(const at::Tensor
 
 TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("mm", &mm_autograd);
+  m.impl("mm.dtype", &mm_dtype_autograd);
+  m.impl("linear.dtype", &linear_dtype_autograd);
+  m.impl("linear_act_linear.dtype", &linear_act_linear_dtype_autograd);
   m.impl("addmm", &addmm_autograd);
   m.impl("linear", &linear_autograd);
   m.impl("linear_act", &linear_act_autograd);

@@ -99,6 +99,15 @@ at::Tensor mm_cpu(const at::Tensor& self, const at::Tensor& mat2) {
   return gemm_cpu(self, mat2, gemm::Addend{}, 1.0, 0.0);
 }
 
+// mm.dtype: a float32 output of bf16/fp16 operands, from the operands widened to float32 (their
+// products are exact there, and the sums float32 sums, as the CUDA kernels' fp32 accumulators).
+at::Tensor mm_dtype_cpu(const at::Tensor& self, const at::Tensor& mat2, at::ScalarType out_dtype) {
+  gemm::check_mm_pair(self, mat2, "mm", "self", "mat2");
+  gemm::check_mm_out_dtype(self, out_dtype);
+  if (out_dtype == self.scalar_type()) return gemm_cpu(self, mat2, gemm::Addend{}, 1.0, 0.0);
+  return gemm_cpu(self.to(at::kFloat), mat2.to(at::kFloat), gemm::Addend{}, 1.0, 0.0);
+}
+
 at::Tensor addmm_cpu(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                      const at::Scalar& beta, const at::Scalar& alpha) {
   gemm::check_mm_pair(mat1, mat2, "addmm", "mat1", "mat2");
@@ -125,6 +134,7 @@ at::Tensor linear_cpu(const at::Tensor& input, const at::Tensor& weight,
 
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("mm", &mm_cpu);
+  m.impl("mm.dtype", &mm_dtype_cpu);
   m.impl("addmm", &addmm_cpu);
   m.impl("linear", &linear_cpu);
 }

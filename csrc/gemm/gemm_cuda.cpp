@@ -44,6 +44,18 @@ at::Tensor mm_cuda(const at::Tensor& self, const at::Tensor& mat2) {
   return matmul_cuda(self, mat2, Addend{}, 1.0, 0.0);
 }
 
+// mm.dtype: a float32 output of bf16/fp16 operands from the Hopper kernels' fp32 accumulators
+// (tc_gemm_f32_out_cuda). Elsewhere the operands are widened to float32 and multiplied there:
+// the products of 16-bit values are exact in float32 (and in TF32, which holds their mantissas),
+// so the sums are float32 sums either way.
+at::Tensor mm_dtype_cuda(const at::Tensor& self, const at::Tensor& mat2, at::ScalarType out_dtype) {
+  check_mm_pair(self, mat2, "mm", "self", "mat2");
+  check_mm_out_dtype(self, out_dtype);
+  if (out_dtype == self.scalar_type()) return matmul_cuda(self, mat2, Addend{}, 1.0, 0.0);
+  if (tc_f32_out_supported(self, mat2)) return tc_gemm_f32_out_cuda(self, mat2);
+  return matmul_cuda(self.to(at::kFloat), mat2.to(at::kFloat), Addend{}, 1.0, 0.0);
+}
+
 at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                       const at::Scalar& beta, const at::Scalar& alpha) {
   check_mm_pair(mat1, mat2, "addmm", "mat1", "mat2");
@@ -324,6 +336,9 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cuda);
   m.impl("ladder_mm_bias_act_backward", &gemm::ladder_mm_bias_act_backward_cuda);
   m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
+  m.impl("mm.dtype", &gemm::mm_dtype_cuda);
+  m.impl("linear.dtype", &gemm::linear_dtype_kernel);
+  m.impl("linear_act_linear.dtype", &gemm::linear_act_linear_dtype_kernel);
 }
 
 }  // namespace cudasteps

@@ -83,6 +83,13 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& 
                         int cp_async_config = -1, TcTuning tuning = {},
                         TcFusion* fusion = nullptr);
 
+// mm.dtype's a @ b of bf16/fp16 operands into a float32 output (the fp32 accumulators written
+// unrounded) on the Hopper kernels: true when they can take it (tc_hopper_available(), sizes
+// within the TMA's 32-bit coordinates), else the caller computes it otherwise.
+bool tc_f32_out_supported(const at::Tensor& a, const at::Tensor& b);
+// Any strides (operands not TMA-describable are repacked first); needs tc_f32_out_supported.
+at::Tensor tc_gemm_f32_out_cuda(const at::Tensor& a, const at::Tensor& b);
+
 // The TcType of a bf16/fp16 tensor, or kTF32 for float32.
 TcType tc_type_of(at::ScalarType dtype);
 

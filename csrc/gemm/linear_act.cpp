@@ -22,6 +22,9 @@
 //   linear_act_linear(input, weight1, bias1, weight2, bias2, act) = linear(linear_act(input,
 //     weight1, bias1, act), weight2, bias2): an FFN block, one autograd node whose backward runs
 //     mm_bias_act_backward (gemm_autograd.cpp); its forward is these two ops on every device.
+// And the kernels of the .dtype overloads of linear and linear_act_linear (autocast's: the
+// arguments cast to dtype here, then the default overload; their Autograd kernels write each
+// gradient in its argument's dtype, gemm_autograd.cpp).
 #include <torch/library.h>
 
 #include <tuple>
@@ -113,6 +116,26 @@ at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& w
   return linear_call(linear_act_op.call(input, weight1, bias1, act), weight2, bias2);
 }
 
+at::Tensor linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight,
+                               const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
+  const bool has_bias = bias.has_value() && bias->defined();
+  check_cast_args("linear", dtype, {{&input, "input"}, {&weight, "weight"}});
+  if (has_bias) check_cast_args("linear", dtype, {{&*bias, "bias"}});
+  return linear_call(cast_to(input, dtype), cast_to(weight, dtype), cast_to(bias, dtype));
+}
+
+at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight1,
+                                          const c10::optional<at::Tensor>& bias1,
+                                          const at::Tensor& weight2,
+                                          const c10::optional<at::Tensor>& bias2,
+                                          c10::string_view act, at::ScalarType dtype) {
+  constexpr const char* op = "linear_act_linear";
+  check_cast_args(op, dtype, {{&input, "input"}, {&weight1, "weight1"}, {&weight2, "weight2"}});
+  if (bias2.has_value() && bias2->defined()) check_cast_args(op, dtype, {{&*bias2, "bias2"}});
+  return linear_act_linear_kernel(cast_to(input, dtype), cast_to(weight1, dtype), bias1,
+                                  cast_to(weight2, dtype), cast_to(bias2, dtype), act);
+}
+
 }  // namespace gemm
 
 TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
@@ -120,6 +143,8 @@ TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("linear_act_aux", &gemm::linear_act_aux_cpu);
   m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cpu);
   m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
+  m.impl("linear.dtype", &gemm::linear_dtype_kernel);
+  m.impl("linear_act_linear.dtype", &gemm::linear_act_linear_dtype_kernel);
 }
 
 }  // namespace cudasteps

@@ -14,7 +14,9 @@ gradient), and ``scaled_mm``, the scaled FP8 GEMM (csrc/gemm/scaled_mm.cpp).
 * float64: a simple tiled kernel.
 
 Under ``torch.autocast`` the three ops cast their floating-point arguments to the autocast dtype,
-as aten's mm / addmm / linear do (registered in C++, csrc/gemm/gemm_autocast.cpp). Transposed
+as aten's mm / addmm / linear do (registered in C++, csrc/gemm/gemm_autocast.cpp); linear and
+linear_act_linear cast inside their ``.dtype`` overloads, whose backward writes a float32
+parameter's gradient in float32 straight from its GEMM (``mm.dtype``). Transposed
 operands (``a.t()``, linear's weight) are read in place where the kernel allows it. All three ops
 are differentiable; their backward runs ``cudasteps.mm`` in the same dtype (the same kernels).
 """
@@ -178,7 +180,7 @@ _COUNTERPART = {
 }
 
 
-def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def mm(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Matrix product ``a @ b`` of 2-D tensors ``a`` [M, K] and ``b`` [K, N] -> [M, N].
 
     Like ``torch.mm`` for float32, float64, float16 and bfloat16: half types run on tensor cores
@@ -186,8 +188,14 @@ def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     cores (as ``torch.mm``). Other dtypes raise. Any strides: a row- or column-major operand (e.g.
     ``a.t()``) is read in place where the kernel can, anything else is copied first. The result is
     always contiguous. Differentiable in both arguments; autocast casts as for ``torch.mm``.
+
+    ``out_dtype`` (``torch.mm``'s, the op's ``mm.dtype`` overload): ``a``'s dtype, or float32 for
+    bf16/fp16 operands, whose fp32 sums are then written unrounded (on a Hopper GPU by the
+    tensor-core kernel's epilogue; elsewhere the operands are widened to float32 first).
     """
-    return _mm(a, b)
+    if out_dtype is None:
+        return _mm(a, b)
+    return _ops.mm.dtype(a, b, out_dtype)
 
 
 def addmm(
@@ -202,14 +210,27 @@ def addmm(
     return _ops.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def linear(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+def linear(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    dtype: Optional[torch.dtype] = None,
+) -> torch.Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``.
 
     ``input`` [..., K] with any leading dims, ``weight`` [N, K] (read in place as a column-major
     operand: no transpose copy), ``bias`` [N] or None, added in the GEMM's epilogue.
     The dtypes of :func:`mm`. Differentiable in all three.
+
+    ``dtype`` (the op's ``linear.dtype`` overload, what autocast runs): the three are cast to it
+    first and the output comes in it, while each gradient comes back in its argument's own dtype:
+    a float32 weight's (and input's) written in float32 by the backward's GEMMs from their fp32
+    sums (``mm(..., out_dtype=float32)``), with no cast pass after them.
     """
-    return _linear(input, weight, bias)
+    if dtype is None:
+        return _linear(input, weight, bias)
+    return _ops.linear.dtype(input, weight, bias, dtype)
 
 
 def linear_act(
@@ -477,6 +498,36 @@ def _mm_fake(a, b):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
+@torch.library.register_fake("cudasteps::mm.dtype")
+def _mm_dtype_fake(a, b, out_dtype):
+    _check_pair(a, b, "mm", "self", "mat2")
+    half = a.dtype in (torch.float16, torch.bfloat16)
+    _checks.check(
+        out_dtype == a.dtype or (out_dtype == torch.float32 and half),
+        "mm",
+        f"out_dtype must be self's dtype ({_checks.dtype_name(a.dtype)}) or, for bfloat16 or "
+        f"float16 operands, Float, got {_checks.dtype_name(out_dtype)}",
+    )
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+
+def _check_cast_args(op, dtype, **tensors):
+    """The arguments of linear.dtype / linear_act_linear.dtype as given (gemm.h's check_cast_args);
+    their casts then meet the default overload's checks."""
+    for name, t in tensors.items():
+        if t is not None:
+            _check_dtype(t, op, name)
+    _checks.check(
+        dtype in _GEMM_DTYPES,
+        op,
+        f"dtype must be float32, float64, float16 or bfloat16, got {_checks.dtype_name(dtype)}",
+    )
+
+
+def _cast_fake(t, dtype):
+    return t if t is None or t.dtype == dtype else t.to(dtype)
+
+
 @torch.library.register_fake("cudasteps::addmm")
 def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1):
     _check_pair(mat1, mat2, "addmm", "mat1", "mat2")
@@ -520,6 +571,12 @@ def _check_linear(input, weight, bias, op):
 def _linear_fake(input, weight, bias=None):
     _check_linear(input, weight, bias, "linear")
     return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+@torch.library.register_fake("cudasteps::linear.dtype")
+def _linear_dtype_fake(input, weight, bias, dtype):
+    _check_cast_args("linear", dtype, input=input, weight=weight, bias=bias)
+    return _linear_fake(_cast_fake(input, dtype), _cast_fake(weight, dtype), _cast_fake(bias, dtype))
 
 
 def _check_linear_act(input, weight, bias, act, op):
@@ -629,6 +686,14 @@ def _linear_act_linear_fake(input, weight1, bias1, weight2, bias2=None, act="gel
             f"bias2 must have shape [{weight2.shape[0]}], got shape {list(bias2.shape)}",
         )
     return input.new_empty((*input.shape[:-1], weight2.shape[0]))
+
+
+@torch.library.register_fake("cudasteps::linear_act_linear.dtype")
+def _linear_act_linear_dtype_fake(input, weight1, bias1, weight2, bias2, act, dtype):
+    op = "linear_act_linear"
+    _check_cast_args(op, dtype, input=input, weight1=weight1, weight2=weight2, bias2=bias2)
+    x, w1, w2, b2 = (_cast_fake(t, dtype) for t in (input, weight1, weight2, bias2))
+    return _linear_act_linear_fake(x, w1, bias1, w2, b2, act)
 
 
 def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):

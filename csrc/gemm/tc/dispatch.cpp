@@ -13,6 +13,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "common/checks.h"
 #include "gemm/gemm_cuda.h"
@@ -271,6 +272,46 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     case TcKernel::kWsTf32Rs: tc_ws_tf32_rs_launch(p, stream); break;
     default: tc_hopper_final_launch(p, stream); break;
   }
+  return out;
+}
+
+bool tc_f32_out_supported(const at::Tensor& a, const at::Tensor& b) {
+  const auto dtype = a.scalar_type();
+  return (dtype == at::kBFloat16 || dtype == at::kHalf) && tc_hopper_available() &&
+         a.size(0) < INT_MAX && a.size(1) < INT_MAX && b.size(1) < INT_MAX;
+}
+
+at::Tensor tc_gemm_f32_out_cuda(const at::Tensor& a_t, const at::Tensor& b_t) {
+  const int64_t M = a_t.size(0), K = a_t.size(1), N = b_t.size(1);
+  at::Tensor out = at::empty({M, N}, a_t.options().dtype(at::kFloat));
+  if (M == 0 || N == 0) return out;
+  if (K == 0) return out.zero_();
+  TORCH_CHECK(tc_f32_out_supported(a_t, b_t),
+              "cudasteps.mm: a float32 output of 16-bit operands runs on the Hopper kernels only");
+  const c10::cuda::CUDAGuard guard(a_t.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int64_t eb = a_t.element_size();
+  // bf16/fp16 operands are read in place in either layout; only rows the TMA cannot describe
+  // (a base or leading dimension off 16 bytes) are repacked.
+  TcOperand a = tc_operand(a_t, false);
+  TcOperand b = tc_operand(b_t, true);
+  if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
+  if (!tc_operand_aligned(b, eb)) b = tc_repack(b_t, b, true, b.k_major);
+  TcProblem p;
+  p.type = tc_type_of(a_t.scalar_type());
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = a.ptr;
+  p.lda = a.ld;
+  p.a_kmajor = a.k_major;
+  p.b = b.ptr;
+  p.ldb = b.ld;
+  p.b_kmajor = b.k_major;
+  p.out = out.data_ptr();
+  p.ldo = N;
+  p.out_fp32 = true;
+  tc_hopper_final_launch(p, stream);
   return out;
 }
 

@@ -97,6 +97,9 @@ struct TcProblem {
   // waits for them. Unused for other types.
   TcType b_type = TcType::kE4M3;
   TcType out_type = TcType::kBF16;
+  // 16-bit operands (kBF16, kFP16) only: a float32 output (and addend, none for mm.dtype), the
+  // accumulators written unrounded (mm.dtype; tc:ws_persistent's kernel as tc:final runs it).
+  bool out_fp32 = false;
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
   TcTuning tuning;

@@ -94,6 +94,20 @@ void launch_rs(const TcProblem& p, cudaStream_t stream) {
   }
 }
 
+// mm.dtype's float32 output of 16-bit operands: tc:ws_persistent's kernel (as tc:final runs it),
+// every layout read in place.
+template <TcType T>
+void launch_f32_out(const TcProblem& p, cudaStream_t stream) {
+  using sm90::launch_layout_f32_out;
+  if (p.a_kmajor) {
+    p.b_kmajor ? launch_layout_f32_out<T, true, true>(p, stream)
+               : launch_layout_f32_out<T, true, false>(p, stream);
+  } else {
+    p.b_kmajor ? launch_layout_f32_out<T, false, true>(p, stream)
+               : launch_layout_f32_out<T, false, false>(p, stream);
+  }
+}
+
 template <TcType T>
 void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   if constexpr (T == TcType::kTF32) {
@@ -117,6 +131,14 @@ void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   // An MN-major TF32 operand goes to launch_rs (or is transposed by the dispatcher).
   TORCH_CHECK(p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor),
               "cudasteps.mm: the shared-memory TF32 kernels read K-major operands only");
+  if (p.out_fp32) {
+    TORCH_CHECK((p.type == TcType::kBF16 || p.type == TcType::kFP16) &&
+                    which == HopperKernel::kWarpSpecialized,
+                "cudasteps.mm: a float32 output is built for bfloat16 or float16 operands in "
+                "tc:ws_persistent's kernel only");
+    return p.type == TcType::kBF16 ? launch_f32_out<TcType::kBF16>(p, stream)
+                                   : launch_f32_out<TcType::kFP16>(p, stream);
+  }
   switch (p.type) {
     case TcType::kBF16: return launch_type<TcType::kBF16>(p, which, stream);
     case TcType::kFP16: return launch_type<TcType::kFP16>(p, which, stream);

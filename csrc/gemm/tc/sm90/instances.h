@@ -1,6 +1,6 @@
 // Every instantiation of the Hopper launch templates (launch.cuh), each compiled in its own unit
-// (inst_<type>_<layout>.cu, inst_tf32_rs.cu, inst_fp8_<type of A>.cu) so that a parallel build
-// compiles them side by side.
+// (inst_<type>_<layout>.cu, inst_<type>_f32_out.cu, inst_tf32_rs.cu, inst_fp8_<type of A>.cu) so
+// that a parallel build compiles them side by side.
 // Declared extern here, so that hopper.cu, which dispatches to them, instantiates none itself.
 // Layout names as in the SGEMM table: A then B, N for row-major and T for column-major, e.g. "nt"
 // for A row-major and B column-major (both K-major), the layout of linear's x @ weight.t().
@@ -30,6 +30,23 @@ extern template void launch_layout<TcType::kFP16, false, false>(const TcProblem&
                                                                 cudaStream_t);
 extern template void launch_layout<TcType::kTF32, true, true>(const TcProblem&, HopperKernel,
                                                               cudaStream_t);
+// mm.dtype's float32 output of 16-bit operands, every layout (inst_<type>_f32_out.cu).
+extern template void launch_layout_f32_out<TcType::kBF16, true, true>(const TcProblem&,
+                                                                      cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kBF16, true, false>(const TcProblem&,
+                                                                       cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kBF16, false, true>(const TcProblem&,
+                                                                       cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kBF16, false, false>(const TcProblem&,
+                                                                        cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kFP16, true, true>(const TcProblem&,
+                                                                      cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kFP16, true, false>(const TcProblem&,
+                                                                       cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kFP16, false, true>(const TcProblem&,
+                                                                       cudaStream_t);
+extern template void launch_layout_f32_out<TcType::kFP16, false, false>(const TcProblem&,
+                                                                        cudaStream_t);
 extern template void launch_fp8<TcType::kE4M3, TcType::kBF16>(const TcProblem&, cudaStream_t);
 extern template void launch_fp8<TcType::kE4M3, TcType::kTF32>(const TcProblem&, cudaStream_t);
 extern template void launch_fp8<TcType::kE5M2, TcType::kBF16>(const TcProblem&, cudaStream_t);

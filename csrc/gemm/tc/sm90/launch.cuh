@@ -215,18 +215,24 @@ void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <TcType T, int BN, bool AK, bool BKm>
+// TOut: the output's type, the operands' but for mm.dtype's float32 output of 16-bit operands
+// (kTF32; launch_layout_f32_out), which tc:ws_persistent's kernel alone is built for, with no
+// fused stage.
+template <TcType T, int BN, bool AK, bool BKm, TcType TOut = T>
 void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) {
+  constexpr bool kSameOut = TOut == T;
   // 128 x 64 tiles: tc:ws_persistent's kernel alone.
-  constexpr bool kLadder = ladder_kernels_built<T, AK, BKm>() && BN != 64;
-  constexpr bool kPingPongBuilt = pingpong_built<T, AK, BKm>() && BN != 64;
+  constexpr bool kLadder = kSameOut && ladder_kernels_built<T, AK, BKm>() && BN != 64;
+  constexpr bool kPingPongBuilt = kSameOut && pingpong_built<T, AK, BKm>() && BN != 64;
   TORCH_CHECK(kLadder || which == HopperKernel::kWarpSpecialized ||
                   (kPingPongBuilt && which == HopperKernel::kPingPong),
               "cudasteps.mm: this Hopper ladder kernel is built for bf16 row-major A and B only "
               "(the dispatcher transposes other layouts into it)");
   using Cfg = HopperCfg<T, BN>;
-  HopperParams p = problem_params<Cfg>(pr, Cfg::kElemBytes);
-  const Epilogue<T> ep = Epilogue<T>::from(pr);
+  HopperParams p = problem_params<Cfg>(pr, tc_elem_bytes(TOut));
+  const Epilogue<TOut> ep = Epilogue<TOut>::from(pr);
+  TORCH_CHECK(kSameOut || (!ep.fused() && !ep.act_grad()),
+              "cudasteps.mm: a float32 output of 16-bit operands takes no fused stage");
   // The fused stage runs in tc:ws_pingpong's and tc:ws_persistent's staged TMA stores (or
   // split-K's reduce), built for 16-bit K-major operands. Its addend is linear_act's bias: a row (stride 0 along M, 1 along N)
   // of the output's type or float32, read in aligned pairs.
@@ -282,11 +288,11 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
   const ScratchBuffer partial = split_k_scratch(pr, p);
   // Without TMA stores the output map is never read; the operand map stands in for it.
   const CUtensorMap map_out =
-      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, T) : map_a;
+      p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
   const int units = persistent_units(p, tiles);
   if (ctas == 1 && which != HopperKernel::kPingPong) {
-    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1>, units, sms, map_a, map_b, map_out, p, ep,
-                      Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
+    launch_persistent(wgmma_ws_kernel<T, BN, AK, BKm, 1, T, TOut>, units, sms, map_a, map_b,
+                      map_out, p, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   } else if (which == HopperKernel::kPingPong) {
     if constexpr (kPingPongBuilt) {
       TORCH_CHECK(BN == 128, "cudasteps.mm: tc:ws_pingpong runs 128 x 128 tiles");
@@ -299,7 +305,7 @@ void launch_typed(const TcProblem& pr, HopperKernel which, cudaStream_t stream) 
     launch_pairs(wgmma_ws_kernel<T, BN, AK, BKm, 2>, p, map_a, map_b, map_out, ep,
                  Cfg::kWsSmemBytes, stream, pr.tuning.pdl);
   }
-  if (p.splits > 1) launch_splitk_reduce<T>(p, ep, stream, pr.tuning.pdl);
+  if (p.splits > 1) launch_splitk_reduce<TOut>(p, ep, stream, pr.tuning.pdl);
 }
 
 // A persistent kernel over its tiles of Cfg, in clusters of Ctas CTAs, that splits K only by
@@ -546,6 +552,28 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
     launch_typed<T, 128, AK, BKm>(p, which, stream);
   } else if constexpr (kHalfBuilt) {
     launch_typed<T, 64, AK, BKm>(p, which, stream);
+  }
+}
+
+// mm.dtype's float32 output of 16-bit operands (TcProblem::out_fp32): the product as
+// tc:ws_persistent runs it, its accumulators written in float32, never rounded to the operands'
+// type. The backward of a linear whose float32 parameters autocast runs in bf16 writes their
+// gradients so, where a cast pass over each gradient would follow otherwise. Tiles 128 or 256
+// wide by persistent_bn's estimate, with its tail split and split-K; the 128 x 64, 192-row and
+// skinny tiles are not built for this output (compile time: these products are the backward's,
+// mostly large).
+template <TcType T, bool AK, bool BKm>
+void launch_layout_f32_out(const TcProblem& p, cudaStream_t stream) {
+  static_assert(T == TcType::kBF16 || T == TcType::kFP16, "16-bit operands");
+  const int k_tiles = int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK));
+  const int bn = persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, /*half_ok=*/false);
+  TORCH_CHECK(bn == 128 || bn == 256,
+              "cudasteps.mm: a float32 output of 16-bit operands is built in 128- and 256-wide "
+              "tiles only, got bn", bn);
+  if (bn == 256) {
+    launch_typed<T, 256, AK, BKm, TcType::kTF32>(p, HopperKernel::kWarpSpecialized, stream);
+  } else {
+    launch_typed<T, 128, AK, BKm, TcType::kTF32>(p, HopperKernel::kWarpSpecialized, stream);
   }
 }
 
