@@ -48,6 +48,9 @@ TORCH_LIBRARY(cudasteps, m) {
   // the backward reads: the op autograd records for linear_act. The ladder's steps return both.
   m.def("linear_act(Tensor input, Tensor weight, Tensor? bias=None, str act=\"gelu\") -> Tensor");
   m.def("linear_act_aux(Tensor input, Tensor weight, Tensor? bias, str act) -> (Tensor, Tensor)");
+  // input and weight cast to `dtype` first (bias as given: it may stay float32), as linear.dtype:
+  // what autocast runs.
+  m.def("linear_act.dtype(Tensor input, Tensor weight, Tensor? bias, str act, ScalarType dtype) -> Tensor");
   m.def(
       "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
       "(Tensor, Tensor)");

@@ -4,11 +4,11 @@ linear_act.cpp, gemm_autograd.cpp, gemm_autocast.cpp; tc/sm90's launch_layout_f3
 * ``mm.dtype(self, mat2, out_dtype)``: as aten's, a float32 output of bf16/fp16 operands (the fp32
   accumulators written unrounded; on Hopper by tc:ws_persistent's kernel, elsewhere from the
   operands widened to float32, whose products are exact there);
-* ``linear.dtype(input, weight, bias, dtype)`` and ``linear_act_linear.dtype(..., act, dtype)``:
-  the arguments cast to ``dtype`` first, the gradients back in each argument's own dtype, the
-  float32 ones written by the backward's GEMMs (mm.dtype). Autocast runs these for linear and
-  linear_act_linear (so cudasteps.nn.Linear and MLP do), where a cast node per parameter would
-  take a pass over each gradient.
+* ``linear.dtype(input, weight, bias, dtype)``, ``linear_act.dtype(..., act, dtype)`` (bias as
+  given) and ``linear_act_linear.dtype(..., act, dtype)`` (bias1 as given): the arguments cast to
+  ``dtype`` first, the gradients back in each argument's own dtype, the float32 ones written by
+  the backward's GEMMs (mm.dtype). Autocast runs these for the three ops (so cudasteps.nn.Linear
+  and MLP do), where a cast node per parameter would take a pass over each gradient.
 
 References: float64 products of the same (16-bit) operands; the default overloads on the casts.
 """
@@ -238,6 +238,60 @@ def test_linear_act_linear_dtype(device, dtype, biases):
         assert rel_err(got.double(), ref.double()) <= 2 * (2**-8 if dtype == torch.bfloat16 else 2**-11), name
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize(
+    "act, bias_dtype",
+    [("gelu", torch.float32), ("silu", None), ("none", torch.float32), ("none", "dtype")],
+    ids=str,
+)
+def test_linear_act_dtype(device, dtype, act, bias_dtype):
+    m, k, n = 257, 72, 136
+    x = make_tensor((m, k), torch.float32, device, seed=80, low=-2, high=2)
+    w = make_tensor((n, k), torch.float32, device, seed=81) / k**0.5
+    b = None if bias_dtype is None else make_tensor((n,), torch.float32, device, seed=82)
+    if bias_dtype == "dtype":  # act none with a bias of dtype: linear.dtype's node
+        b = b.to(dtype)
+    g = make_tensor((m, n), dtype, device, seed=83)
+    out, grads = grads_of(lambda x, w, b: _ops.linear_act(x, w, b, act, dtype), (x, w, b), g)
+    ref, ref_grads = grads_of(
+        lambda x, w, b: cudasteps.linear_act(x.to(dtype), w.to(dtype), b, act), (x, w, b), g
+    )
+    assert out.dtype == dtype and torch.equal(out, ref)
+    for name, got, want in zip(("input", "weight", "bias"), grads, ref_grads):
+        if want is None:
+            assert got is None, name
+            continue
+        # The bias keeps its own dtype and path; input and weight come back in float32 from the
+        # GEMMs, where the reference rounded them to the 16-bit dtype first.
+        assert got.dtype == want.dtype == (torch.float32 if name != "bias" else b.dtype), name
+        assert rel_err(got.double(), want.double()) <= 2 * (2**-8 if dtype == torch.bfloat16 else 2**-11), (
+            name
+        )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_deep_mlp_has_no_cast_nodes(device):
+    # Three hidden layers: linear_act.dtype for the first two, linear_act_linear.dtype for the
+    # last and the output layer; every parameter's gradient float32, no ToCopyBackward in the graph.
+    mlp = cnn.MLP([32, 64, 64, 48, 16], "gelu").to(device)
+    x = make_tensor((40, 32), torch.float32, device, seed=84).requires_grad_()
+    with torch.autocast(device, dtype=torch.bfloat16):
+        out = mlp(x)
+    names, stack, seen = [], [out.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        names.append(fn.name())
+        stack.extend(f for f, _ in fn.next_functions)
+    assert not any("ToCopy" in n for n in names), names
+    out.float().sum().backward()
+    assert x.grad.dtype == torch.float32
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in mlp.parameters())
+
+
 @pytest.mark.parametrize("device", DEVICES + ["meta"])
 def test_dtype_overload_errors(device):
     x = torch.ones(4, 3, device=device)
@@ -262,6 +316,12 @@ def test_dtype_overload_errors(device):
         match=r"cudasteps.linear_act_linear: weight2 must be float32, float64, float16 or bfloat16, got Int",
     ):
         _ops.linear_act_linear(x, w, None, w2.int(), None, "gelu", torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear_act: weight must be float32.*got Int"):
+        _ops.linear_act(x, w.int(), None, "gelu", torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear_act: dtype must be.*got Int"):
+        _ops.linear_act(x, w, None, "gelu", torch.int32)
+    with pytest.raises(RuntimeError, match=r"cudasteps.linear_act: act must be one of"):
+        _ops.linear_act(x, w, None, "tanh", torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cudasteps.linear_act_linear: act must be one of"):
         _ops.linear_act_linear(x, w, None, w2, None, "tanh", torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cudasteps.linear_act_linear: dtype must be"):
@@ -277,6 +337,7 @@ def test_opcheck(device):
     x.requires_grad_()
     w.requires_grad_()
     torch.library.opcheck(_ops.linear.dtype, (x, w, bias, torch.bfloat16))
+    torch.library.opcheck(_ops.linear_act.dtype, (x, w, bias, "gelu", torch.bfloat16))
     w2 = make_tensor((20, 12), torch.float32, device, seed=55).requires_grad_()
     torch.library.opcheck(_ops.linear_act_linear.dtype, (x, w, bias, w2, None, "gelu", torch.bfloat16))
 

@@ -320,8 +320,8 @@ def test_gradcheck_float64(device):
 def test_opcheck(device):
     for dtype in (torch.float32, torch.bfloat16):
         x, w, b = (t.requires_grad_() for t in operands(5, 7, 6, dtype, device, seed=70, lead=(2,)))
-        torch.library.opcheck(torch.ops.cudasteps.linear_act, (x, w, b, "gelu"))
-        torch.library.opcheck(torch.ops.cudasteps.linear_act, (x, w, None, "relu"))
+        torch.library.opcheck(torch.ops.cudasteps.linear_act.default, (x, w, b, "gelu"))
+        torch.library.opcheck(torch.ops.cudasteps.linear_act.default, (x, w, None, "relu"))
         torch.library.opcheck(torch.ops.cudasteps.linear_act_aux, (x, w, b, "silu"))
 
 

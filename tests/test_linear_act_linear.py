@@ -258,8 +258,9 @@ def test_opcheck(device):
         b1 = make_tensor((8,), dtype, device, seed=63).requires_grad_()
         w2 = make_tensor((3, 8), dtype, device, seed=64).requires_grad_()
         b2 = make_tensor((3,), dtype, device, seed=65).requires_grad_()
-        torch.library.opcheck(torch.ops.cudasteps.linear_act_linear.default, (inp, w1, b1, w2, b2, "gelu"))
-        torch.library.opcheck(torch.ops.cudasteps.linear_act_linear.default, (inp, w1, None, w2, None, "silu"))
+        op = torch.ops.cudasteps.linear_act_linear.default
+        torch.library.opcheck(op, (inp, w1, b1, w2, b2, "gelu"))
+        torch.library.opcheck(op, (inp, w1, None, w2, None, "silu"))
 
 
 # ---- linear_act_linear ----

@@ -22,7 +22,12 @@ def _fp8(t):
 # The FP8 tensor cores (Hopper) add a k-tile's products with fewer bits than float32 (about 2^-14.6
 # of the magnitude, torch._scaled_mm's too: tests/test_scaled_mm.py): scaled_mm's bound allows
 # 2^-13 of it; every other op here is within float32 rounding.
-TOLERANCE = {"scaled_mm": 2.0**-13}
+# linear.dtype's output is bf16 (one rounding of the float32 sum).
+TOLERANCE = {"scaled_mm": 2.0**-13, "linear.dtype": 2.0**-8}
+
+
+def _bf16(t):
+    return t.to(torch.bfloat16)
 
 
 def _cases():
@@ -39,6 +44,20 @@ def _cases():
         ("sum all", lambda t: cudasteps.sum(t[0]), lambda t: t[0].sum(), (x,)),
         ("mm", lambda t: cudasteps.mm(t[0], t[1]), lambda t: t[0] @ t[1], (x, y)),
         ("linear", lambda t: cudasteps.linear(t[0], t[1].t(), None), lambda t: t[0] @ t[1], (x, y)),
+        (
+            # A float32 output of bf16 operands (the Hopper kernel's epilogue on cuda:1).
+            "mm.dtype",
+            lambda t: cudasteps.mm(_bf16(t[0]), _bf16(t[1]), out_dtype=torch.float32),
+            lambda t: _bf16(t[0]).double() @ _bf16(t[1]).double(),
+            (x, y),
+        ),
+        (
+            # What autocast runs: the casts on cuda:1, then linear there.
+            "linear.dtype",
+            lambda t: cudasteps.linear(t[0], t[1].t(), t[2], dtype=torch.bfloat16),
+            lambda t: _bf16(t[0]).double() @ _bf16(t[1]).double() + _bf16(t[2]).double(),
+            (x, y, c),
+        ),
         (
             "linear_act",
             lambda t: cudasteps.linear_act(t[0], t[1].t(), t[2], "silu"),

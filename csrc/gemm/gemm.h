@@ -76,15 +76,15 @@ inline void check_mm_out_dtype(const at::Tensor& self, at::ScalarType out_dtype)
                   ") or, for bfloat16 or float16 operands, Float, got ", out_dtype);
 }
 
-// The dtype of linear.dtype and linear_act_linear.dtype: one the product can run in.
+// The dtype of the .dtype overloads: one the product can run in.
 inline void check_compute_dtype(at::ScalarType dtype, const char* op) {
   CUDASTEPS_CHECK(is_gemm_dtype(dtype), op, "dtype must be float32, float64, float16 or bfloat16, got ",
                   dtype);
 }
 
-// The arguments of linear.dtype and linear_act_linear.dtype as given (their casts then meet the
-// default overload's checks): each tensor defined and of a GEMM dtype (an absent optional one
-// passes), and dtype one the product can run in.
+// The arguments of the .dtype overloads (linear, linear_act, linear_act_linear) as given (their
+// casts then meet the default overload's checks): each tensor defined and of a GEMM dtype, and
+// dtype one the product can run in.
 inline void check_cast_args(const char* op, at::ScalarType dtype,
                             std::initializer_list<std::pair<const at::Tensor*, const char*>> args) {
   for (const auto& [t, name] : args) {
@@ -267,10 +267,13 @@ at::Tensor linear_act_linear_kernel(const at::Tensor& input, const at::Tensor& w
                                     const at::Tensor& weight2,
                                     const c10::optional<at::Tensor>& bias2, c10::string_view act);
 
-// The CPU and CUDA kernels of linear.dtype and linear_act_linear.dtype (linear_act.cpp): the
-// arguments cast to dtype (check_compute_dtype), then the op's default overload.
+// The CPU and CUDA kernels of linear.dtype, linear_act.dtype and linear_act_linear.dtype
+// (linear_act.cpp): the arguments cast to dtype (check_cast_args), then the op's default overload.
 at::Tensor linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias, at::ScalarType dtype);
+at::Tensor linear_act_dtype_kernel(const at::Tensor& input, const at::Tensor& weight,
+                                   const c10::optional<at::Tensor>& bias, c10::string_view act,
+                                   at::ScalarType dtype);
 at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight1,
                                           const c10::optional<at::Tensor>& bias1,
                                           const at::Tensor& weight2,

@@ -8,7 +8,7 @@
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
 // left alone, and within one autocast region a leaf parameter (the weight) is cast once and reused.
 // The cast is differentiable, so gradients reach the fp32 parameters through the dispatcher's
-// Autograd key below this one. linear and linear_act_linear instead hand their tensors uncast to
+// Autograd key below this one. linear, linear_act and linear_act_linear instead hand their tensors uncast to
 // their .dtype overloads where autocast would cast them all (all_cast): those cast them in their
 // own autograd node, and its backward writes a float32 parameter's gradient in float32 from the
 // GEMM, where a cast node would take one more pass over it.
@@ -39,11 +39,11 @@ c10::optional<at::Tensor> cast(const c10::optional<at::Tensor>& t) {
 }
 
 // Whether the tensors given are all ones autocast casts (at::autocast::is_eligible: floating point
-// but float64, on this device type): then linear and linear_act_linear run their .dtype overload,
-// which casts them itself and writes their gradients in their own dtypes straight from the
-// backward's GEMMs; the cached casts' ToCopyBackward nodes would each take a pass over a
-// gradient (a float32 weight's: 6 bytes per element) after its GEMM. (The overloads cast a weight
-// used twice in one autocast region twice, where cached_cast keeps one copy.)
+// but float64, on this device type): then linear, linear_act and linear_act_linear run their
+// .dtype overload, which casts them itself and writes their gradients in their own dtypes
+// straight from the backward's GEMMs; the cached casts' ToCopyBackward nodes would each take a
+// pass over a gradient (a float32 weight's: 6 bytes per element) after its GEMM. (The overloads
+// cast a weight used twice in one autocast region twice, where cached_cast keeps one copy.)
 template <c10::DeviceType Device>
 bool all_cast(std::initializer_list<const c10::optional<at::Tensor>*> tensors) {
   for (const auto* t : tensors) {
@@ -96,6 +96,13 @@ at::Tensor linear_act_autocast(const at::Tensor& input, const at::Tensor& weight
                                              const c10::optional<at::Tensor>&, c10::string_view)>(
       "linear_act");
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key<Device>());
+  const c10::optional<at::Tensor> in(input), w(weight);
+  if (all_cast<Device>({&in, &w})) {
+    static const auto dtype_op =
+        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&,
+                            c10::string_view, at::ScalarType)>("linear_act", "dtype");
+    return dtype_op.call(input, weight, bias, act, at::autocast::get_autocast_dtype(Device));
+  }
   return op.call(cast<Device>(input), cast<Device>(weight), bias, act);
 }
 

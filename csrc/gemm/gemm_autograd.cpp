@@ -4,8 +4,8 @@
 // column-major operand), so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (the
 // FP8 linears: scaled_mm on the FP8 transposes their forward kept). Bias and broadcast-self
 // gradients are reductions through cudasteps::sum, or (linear_act, linear_act_fp8) the column
-// sums of bias_act_backward. The .dtype overloads (linear.dtype, linear_act_linear.dtype: what
-// autocast runs) cast their arguments in the forward and write each gradient in its argument's
+// sums of bias_act_backward. The .dtype overloads (linear.dtype, linear_act.dtype, linear_act_linear.dtype:
+// what autocast runs) cast their arguments in the forward and write each gradient in its argument's
 // own dtype, a float32 weight's straight from its GEMM (mm.dtype, mm_into).
 #include <torch/library.h>
 
@@ -264,11 +264,20 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
 // grad_out * act'(product + bias) and its column sums (the bias gradient) in one pass, plus
 // grad_product where the product itself was used; then linear's two GEMMs. linear_act records this
 // Function and returns its first output.
+// dtype (linear_act.dtype): input and weight are cast to it first (bias as given), the casts
+// saved; the backward writes their gradients in their own dtypes.
 class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
  public:
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
-                               const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                               c10::string_view act) {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input_arg,
+                               const at::Tensor& weight_arg, const c10::optional<at::Tensor>& bias,
+                               c10::string_view act, c10::optional<at::ScalarType> dtype) {
+    at::Tensor input = input_arg, weight = weight_arg;
+    if (dtype.has_value()) {
+      save_arg_dtype(ctx, "input", input_arg);
+      save_arg_dtype(ctx, "weight", weight_arg);
+      input = gemm::cast_to(input_arg, *dtype);
+      weight = gemm::cast_to(weight_arg, *dtype);
+    }
     auto [out, product] = linear_act_aux_call(input, weight, bias, act);
     // An output nobody used gets an undefined gradient, not a tensor of zeros to add.
     ctx->set_materialize_grads(false);
@@ -302,14 +311,16 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
     }
     at::Tensor grad_input, grad_weight;
     if (grad_product.defined() && ctx->needs_input_grad(0)) {
-      grad_input = mm_call(grad_product, weight).view_symint(input.sym_sizes());
+      grad_input = mm_into(grad_product, weight, grad_dtype(ctx, "input", input))
+                       .view_symint(input.sym_sizes());
     }
     if (grad_product.defined() && ctx->needs_input_grad(1)) {
-      grad_weight = mm_call(grad_product.t(), input.reshape_symint({rows, K}));
+      grad_weight = mm_into(grad_product.t(), input.reshape_symint({rows, K}),
+                            grad_dtype(ctx, "weight", weight));
     }
     // An absent bias is no input of the graph (no edge to ask about).
     if (!bias.has_value() || !ctx->needs_input_grad(2)) grad_bias = at::Tensor();
-    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -653,7 +664,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& inp
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
     return linear_act_aux_call(input, weight, bias, act);
   }
-  auto outs = LinearActFunction::apply(input, weight, bias, act);
+  auto outs = LinearActFunction::apply(input, weight, bias, act, c10::nullopt);
   return {outs[0], outs[1]};
 }
 
@@ -666,7 +677,26 @@ at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight
     return linear_act_call(input, weight, bias, act);
   }
   if (gemm::linear_act_is_linear(input, bias, act)) return linear_autograd(input, weight, bias);
-  return LinearActFunction::apply(input, weight, bias, act)[0];
+  return LinearActFunction::apply(input, weight, bias, act, c10::nullopt)[0];
+}
+
+at::Tensor linear_act_dtype_autograd(const at::Tensor& input, const at::Tensor& weight,
+                                     const c10::optional<at::Tensor>& bias, c10::string_view act,
+                                     at::ScalarType dtype) {
+  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                               const OptTensor&, c10::string_view, at::ScalarType)>(
+        "linear_act", "dtype");
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(input, weight, bias, act, dtype);
+  }
+  gemm::check_cast_args("linear_act", dtype, {{&input, "input"}, {&weight, "weight"}});
+  // Where linear_act is linear (act none, a bias of dtype or none), linear.dtype's node: the bias
+  // needs no cast there.
+  if (act == "none" && (!bias.has_value() || !bias->defined() || bias->scalar_type() == dtype)) {
+    return LinearFunction::apply(input, weight, bias, dtype);
+  }
+  return LinearActFunction::apply(input, weight, bias, act, dtype)[0];
 }
 
 at::Tensor linear_act_linear_autograd(const at::Tensor& input, const at::Tensor& weight1,
@@ -727,6 +757,7 @@ TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
   m.impl("mm", &mm_autograd);
   m.impl("mm.dtype", &mm_dtype_autograd);
   m.impl("linear.dtype", &linear_dtype_autograd);
+  m.impl("linear_act.dtype", &linear_act_dtype_autograd);
   m.impl("linear_act_linear.dtype", &linear_act_linear_dtype_autograd);
   m.impl("addmm", &addmm_autograd);
   m.impl("linear", &linear_autograd);

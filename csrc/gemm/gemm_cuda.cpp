@@ -338,6 +338,7 @@ TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
   m.impl("mm.dtype", &gemm::mm_dtype_cuda);
   m.impl("linear.dtype", &gemm::linear_dtype_kernel);
+  m.impl("linear_act.dtype", &gemm::linear_act_dtype_kernel);
   m.impl("linear_act_linear.dtype", &gemm::linear_act_linear_dtype_kernel);
 }
 

@@ -22,7 +22,7 @@
 //   linear_act_linear(input, weight1, bias1, weight2, bias2, act) = linear(linear_act(input,
 //     weight1, bias1, act), weight2, bias2): an FFN block, one autograd node whose backward runs
 //     mm_bias_act_backward (gemm_autograd.cpp); its forward is these two ops on every device.
-// And the kernels of the .dtype overloads of linear and linear_act_linear (autocast's: the
+// And the kernels of the .dtype overloads of linear, linear_act and linear_act_linear (autocast's: the
 // arguments cast to dtype here, then the default overload; their Autograd kernels write each
 // gradient in its argument's dtype, gemm_autograd.cpp).
 #include <torch/library.h>
@@ -124,6 +124,16 @@ at::Tensor linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight
   return linear_call(cast_to(input, dtype), cast_to(weight, dtype), cast_to(bias, dtype));
 }
 
+at::Tensor linear_act_dtype_kernel(const at::Tensor& input, const at::Tensor& weight,
+                                   const c10::optional<at::Tensor>& bias, c10::string_view act,
+                                   at::ScalarType dtype) {
+  static const auto linear_act_op = typed_op<at::Tensor(
+      const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
+      "linear_act");
+  check_cast_args("linear_act", dtype, {{&input, "input"}, {&weight, "weight"}});
+  return linear_act_op.call(cast_to(input, dtype), cast_to(weight, dtype), bias, act);
+}
+
 at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Tensor& weight1,
                                           const c10::optional<at::Tensor>& bias1,
                                           const at::Tensor& weight2,
@@ -144,6 +154,7 @@ TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
   m.impl("mm_bias_act_backward", &gemm::mm_bias_act_backward_cpu);
   m.impl("linear_act_linear", &gemm::linear_act_linear_kernel);
   m.impl("linear.dtype", &gemm::linear_dtype_kernel);
+  m.impl("linear_act.dtype", &gemm::linear_act_dtype_kernel);
   m.impl("linear_act_linear.dtype", &gemm::linear_act_linear_dtype_kernel);
 }
 

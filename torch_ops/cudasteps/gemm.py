@@ -512,7 +512,7 @@ def _mm_dtype_fake(a, b, out_dtype):
 
 
 def _check_cast_args(op, dtype, **tensors):
-    """The arguments of linear.dtype / linear_act_linear.dtype as given (gemm.h's check_cast_args);
+    """The arguments of the .dtype overloads as given (gemm.h's check_cast_args);
     their casts then meet the default overload's checks."""
     for name, t in tensors.items():
         if t is not None:
@@ -599,6 +599,12 @@ def _check_linear_act(input, weight, bias, act, op):
 def _linear_act_fake(input, weight, bias=None, act="gelu"):
     _check_linear_act(input, weight, bias, act, "linear_act")
     return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+@torch.library.register_fake("cudasteps::linear_act.dtype")
+def _linear_act_dtype_fake(input, weight, bias, act, dtype):
+    _check_cast_args("linear_act", dtype, input=input, weight=weight)
+    return _linear_act_fake(_cast_fake(input, dtype), _cast_fake(weight, dtype), bias, act)
 
 
 @torch.library.register_fake("cudasteps::linear_act_aux")
