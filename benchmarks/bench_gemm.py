@@ -144,6 +144,41 @@ def run_weight_gradients(bench):
     )
 
 
+def _torch_mm_f32_out(device):
+    """torch's float32 output of a bf16 product: torch.mm(..., out_dtype=float32) where this torch
+    has it (cuBLAS writes its fp32 sums), else mm then a cast."""
+    try:
+        one = torch.ones(1, 1, dtype=torch.bfloat16, device=device)
+        torch.mm(one, one, out_dtype=torch.float32)
+        return "torch", lambda a, b: torch.mm(a, b, out_dtype=torch.float32)
+    except (TypeError, RuntimeError):
+        return "torch", lambda a, b: torch.mm(a, b).float()
+
+
+def run_mm_dtype(bench):
+    """mm.dtype's float32 output of bf16 operands on the FFN step's backward products (what
+    autocast's linears write for float32 parameters and inputs) and a small weight gradient."""
+    torch_impl = _torch_mm_f32_out(bench.device)
+    impls = [
+        torch_impl,
+        ("torch mm, then cast", lambda a, b: torch.mm(a, b).float()),
+        ("cudasteps", lambda a, b: cudasteps.mm(a, b, out_dtype=torch.float32)),
+    ]
+    cases = [FFN_GEMMS[3], FFN_GEMMS[4], FFN_GEMMS[5], ("wgrad g^T @ x", 1024, 1024, 8192, True, False)]
+    for label, m, n, k, ta, tb in cases[:1] if bench.quick else cases:
+        _mm(bench, m, n, k, impls, torch.bfloat16, label=f"{label}, fp32 out", ta=ta, tb=tb)
+    bench.section(
+        "gemm (float32 output of bf16 operands)",
+        "`cudasteps.mm(a, b, out_dtype=torch.float32)` (the op `mm.dtype`: the fp32 sums written "
+        "unrounded by the Hopper kernel's epilogue) against `torch.mm(a, b, out_dtype=torch."
+        "float32)` (cuBLAS; `torch.mm(a, b).float()` where torch has no `out_dtype`) and against "
+        "the bf16 product then a cast, what a float32 parameter's gradient costs under autocast "
+        "with torch.nn (the cast node's backward). Shapes: the FFN step's weight and input "
+        "gradients (8192 rows, 2048 -> 8192 -> 2048) and a 1024 x 1024 weight gradient over 8192 "
+        "tokens.",
+    )
+
+
 # linear + bias + GELU (tanh form, what cuBLASLt's GELU epilogue computes) on the FFN's first GEMM
 # and a LLaMA-sized up projection: (M, K -> N), bf16.
 LINEAR_ACT_SHAPES = [(8192, 2048, 8192), (4096, 4096, 11008)]
@@ -501,6 +536,7 @@ def run(bench):
     run_scaled_mm(bench)
     run_decode(bench)
     run_weight_gradients(bench)
+    run_mm_dtype(bench)
 
     grid = GRID[:3] + GRID[6:] if bench.quick else GRID
     for m, n, k in grid:

@@ -50,7 +50,9 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def("linear_act_aux(Tensor input, Tensor weight, Tensor? bias, str act) -> (Tensor, Tensor)");
   // input and weight cast to `dtype` first (bias as given: it may stay float32), as linear.dtype:
   // what autocast runs.
-  m.def("linear_act.dtype(Tensor input, Tensor weight, Tensor? bias, str act, ScalarType dtype) -> Tensor");
+  m.def(
+      "linear_act.dtype(Tensor input, Tensor weight, Tensor? bias, str act, ScalarType dtype) -> "
+      "Tensor");
   m.def(
       "ladder_linear_act(Tensor input, Tensor weight, Tensor? bias, str act, str variant) -> "
       "(Tensor, Tensor)");

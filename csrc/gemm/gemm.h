@@ -78,8 +78,8 @@ inline void check_mm_out_dtype(const at::Tensor& self, at::ScalarType out_dtype)
 
 // The dtype of the .dtype overloads: one the product can run in.
 inline void check_compute_dtype(at::ScalarType dtype, const char* op) {
-  CUDASTEPS_CHECK(is_gemm_dtype(dtype), op, "dtype must be float32, float64, float16 or bfloat16, got ",
-                  dtype);
+  CUDASTEPS_CHECK(is_gemm_dtype(dtype), op,
+                  "dtype must be float32, float64, float16 or bfloat16, got ", dtype);
 }
 
 // The arguments of the .dtype overloads (linear, linear_act, linear_act_linear) as given (their

@@ -8,10 +8,10 @@
 // The casts are autocast's own (at::autocast::cached_cast): float64 and non-floating tensors are
 // left alone, and within one autocast region a leaf parameter (the weight) is cast once and reused.
 // The cast is differentiable, so gradients reach the fp32 parameters through the dispatcher's
-// Autograd key below this one. linear, linear_act and linear_act_linear instead hand their tensors uncast to
-// their .dtype overloads where autocast would cast them all (all_cast): those cast them in their
-// own autograd node, and its backward writes a float32 parameter's gradient in float32 from the
-// GEMM, where a cast node would take one more pass over it.
+// Autograd key below this one. linear, linear_act and linear_act_linear instead hand their tensors
+// uncast to their .dtype overloads where autocast would cast them all (all_cast): those cast them
+// in their own autograd node, and its backward writes a float32 parameter's gradient in float32
+// from the GEMM, where a cast node would take one more pass over it.
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>

@@ -4,9 +4,10 @@
 // column-major operand), so training with cudasteps.nn.Linear uses cudasteps GEMMs both ways (the
 // FP8 linears: scaled_mm on the FP8 transposes their forward kept). Bias and broadcast-self
 // gradients are reductions through cudasteps::sum, or (linear_act, linear_act_fp8) the column
-// sums of bias_act_backward. The .dtype overloads (linear.dtype, linear_act.dtype, linear_act_linear.dtype:
-// what autocast runs) cast their arguments in the forward and write each gradient in its argument's
-// own dtype, a float32 weight's straight from its GEMM (mm.dtype, mm_into).
+// sums of bias_act_backward. The .dtype overloads (linear.dtype, linear_act.dtype,
+// linear_act_linear.dtype: what autocast runs) cast their arguments in the forward and write each
+// gradient in its argument's own dtype, a float32 weight's straight from its GEMM (mm.dtype,
+// mm_into).
 #include <torch/library.h>
 
 #include "common/autograd.h"
@@ -646,14 +647,17 @@ at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight,
 at::Tensor linear_dtype_autograd(const at::Tensor& input, const at::Tensor& weight,
                                  const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
   if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
-    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                               const OptTensor&, at::ScalarType)>("linear", "dtype");
+    static const auto op =
+        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const OptTensor&,
+                            at::ScalarType)>("linear", "dtype");
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return op.call(input, weight, bias, dtype);
   }
   // The checks of the op (of its arguments as given, then of the casts, by linear's kernel).
   gemm::check_cast_args("linear", dtype, {{&input, "input"}, {&weight, "weight"}});
-  if (bias.has_value() && bias->defined()) gemm::check_cast_args("linear", dtype, {{&*bias, "bias"}});
+  if (bias.has_value() && bias->defined()) {
+    gemm::check_cast_args("linear", dtype, {{&*bias, "bias"}});
+  }
   return LinearFunction::apply(input, weight, bias, dtype);
 }
 
@@ -731,7 +735,8 @@ at::Tensor linear_act_linear_dtype_autograd(const at::Tensor& input, const at::T
     return op.call(input, weight1, bias1, weight2, bias2, act, dtype);
   }
   constexpr const char* op = "linear_act_linear";
-  gemm::check_cast_args(op, dtype, {{&input, "input"}, {&weight1, "weight1"}, {&weight2, "weight2"}});
+  gemm::check_cast_args(op, dtype,
+                        {{&input, "input"}, {&weight1, "weight1"}, {&weight2, "weight2"}});
   if (bias2.has_value() && bias2->defined()) gemm::check_cast_args(op, dtype, {{&*bias2, "bias2"}});
   // (The casts' checks: in the forward, once they exist.)
   return LinearActLinearFunction::apply(input, weight1, bias1, weight2, bias2, act, dtype);

@@ -22,8 +22,8 @@
 //   linear_act_linear(input, weight1, bias1, weight2, bias2, act) = linear(linear_act(input,
 //     weight1, bias1, act), weight2, bias2): an FFN block, one autograd node whose backward runs
 //     mm_bias_act_backward (gemm_autograd.cpp); its forward is these two ops on every device.
-// And the kernels of the .dtype overloads of linear, linear_act and linear_act_linear (autocast's: the
-// arguments cast to dtype here, then the default overload; their Autograd kernels write each
+// And the kernels of the .dtype overloads of linear, linear_act and linear_act_linear (autocast's:
+// the arguments cast to dtype here, then the default overload; their Autograd kernels write each
 // gradient in its argument's dtype, gemm_autograd.cpp).
 #include <torch/library.h>
 

@@ -67,6 +67,26 @@ int gemv_step_of(TcKernel k) {
   }
 }
 
+// out[M, N] (contiguous) = a @ b of these operands: the problem's shape, operands and output;
+// alpha 1, no addend, no fusion, until the caller sets them.
+TcProblem operand_problem(TcType type, int64_t M, int64_t N, int64_t K, const TcOperand& a,
+                          const TcOperand& b, const at::Tensor& out) {
+  TcProblem p;
+  p.type = type;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = a.ptr;
+  p.lda = a.ld;
+  p.a_kmajor = a.k_major;
+  p.b = b.ptr;
+  p.ldb = b.ld;
+  p.b_kmajor = b.k_major;
+  p.out = out.data_ptr();
+  p.ldo = N;
+  return p;
+}
+
 }  // namespace
 
 void sm80::check_device(const char* kernel) {
@@ -200,19 +220,7 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
     if (!tc_operand_aligned(b, eb)) b = tc_repack(b_t, b, true, b.k_major);
   }
 
-  TcProblem p;
-  p.type = type;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.a = a.ptr;
-  p.lda = a.ld;
-  p.a_kmajor = a.k_major;
-  p.b = b.ptr;
-  p.ldb = b.ld;
-  p.b_kmajor = b.k_major;
-  p.out = out.data_ptr();
-  p.ldo = N;
+  TcProblem p = operand_problem(type, M, N, K, a, b, out);
   p.alpha = float(alpha);
   p.beta = float(beta);
   p.addend = add.ptr;
@@ -297,19 +305,7 @@ at::Tensor tc_gemm_f32_out_cuda(const at::Tensor& a_t, const at::Tensor& b_t) {
   TcOperand b = tc_operand(b_t, true);
   if (!tc_operand_aligned(a, eb)) a = tc_repack(a_t, a, false, a.k_major);
   if (!tc_operand_aligned(b, eb)) b = tc_repack(b_t, b, true, b.k_major);
-  TcProblem p;
-  p.type = tc_type_of(a_t.scalar_type());
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.a = a.ptr;
-  p.lda = a.ld;
-  p.a_kmajor = a.k_major;
-  p.b = b.ptr;
-  p.ldb = b.ld;
-  p.b_kmajor = b.k_major;
-  p.out = out.data_ptr();
-  p.ldo = N;
+  TcProblem p = operand_problem(tc_type_of(a_t.scalar_type()), M, N, K, a, b, out);
   p.out_fp32 = true;
   tc_hopper_final_launch(p, stream);
   return out;
