@@ -119,6 +119,12 @@ struct TcOperand {
   bool k_major = true;
 };
 
+// out[M, N] (contiguous, leading dimension N) = a @ b of these operands (read as tc_operand or
+// tc_repack left them): the problem's type, shape, operands and output; alpha 1, no addend, no
+// fusion, until the caller sets them (tc_gemm_cuda, tc_gemm_f32_out_cuda, scaled_mm).
+TcProblem operand_problem(TcType type, int64_t M, int64_t N, int64_t K, const TcOperand& a,
+                          const TcOperand& b, const at::Tensor& out);
+
 // The shortest leading dimension, at least `cols`, that starts every row on a 16-byte boundary.
 int64_t padded_ld(int64_t cols, int64_t elem_bytes);
 // `t` (rows x cols) read in place: row- or column-major (make_operand copies other strides). A

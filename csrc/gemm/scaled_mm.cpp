@@ -159,21 +159,11 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   if (!b_op.k_major || !tc_operand_aligned(b_op, 1)) b_op = tc_repack(b, b_op, true, true);
   at::Tensor out = at::empty({M, N}, a.options().dtype(kernel_out));
   const at::Tensor bias_row = in_epilogue && has_bias ? bias->contiguous() : at::Tensor();
-  TcProblem p;
-  p.type = fp8_type(a.scalar_type());
-  p.b_type = TcType::kE4M3;
-  p.out_type = kernel_out == at::kFloat ? TcType::kTF32 : TcType::kBF16;
-  p.M = M;
-  p.N = N;
   // The true K for both: the TMA reads zeros past it, never a row's padding or whatever follows K
   // in a view (FP8 bytes there may be NaNs, and 0 * NaN is not 0).
-  p.K = K;
-  p.a = a_op.ptr;
-  p.lda = a_op.ld;
-  p.b = b_op.ptr;
-  p.ldb = b_op.ld;
-  p.out = out.data_ptr();
-  p.ldo = N;
+  TcProblem p = operand_problem(fp8_type(a.scalar_type()), M, N, K, a_op, b_op, out);
+  p.b_type = TcType::kE4M3;
+  p.out_type = kernel_out == at::kFloat ? TcType::kTF32 : TcType::kBF16;
   p.tuning = tuning;
   if (in_epilogue) {
     // One element each (per tensor), on a's device (checked): its address, whatever the shape.

@@ -67,8 +67,15 @@ int gemv_step_of(TcKernel k) {
   }
 }
 
-// out[M, N] (contiguous) = a @ b of these operands: the problem's shape, operands and output;
-// alpha 1, no addend, no fusion, until the caller sets them.
+}  // namespace
+
+void sm80::check_device(const char* kernel) {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  CUDASTEPS_CHECK(prop->major >= 8, "mm", kernel,
+                  " needs a GPU of compute capability 8.0 or newer (mma.sync), got ", prop->major,
+                  ".", prop->minor, " (", prop->name, ")");
+}
+
 TcProblem operand_problem(TcType type, int64_t M, int64_t N, int64_t K, const TcOperand& a,
                           const TcOperand& b, const at::Tensor& out) {
   TcProblem p;
@@ -85,15 +92,6 @@ TcProblem operand_problem(TcType type, int64_t M, int64_t N, int64_t K, const Tc
   p.out = out.data_ptr();
   p.ldo = N;
   return p;
-}
-
-}  // namespace
-
-void sm80::check_device(const char* kernel) {
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  CUDASTEPS_CHECK(prop->major >= 8, "mm", kernel,
-                  " needs a GPU of compute capability 8.0 or newer (mma.sync), got ", prop->major,
-                  ".", prop->minor, " (", prop->name, ")");
 }
 
 bool tc_hopper_available() {
