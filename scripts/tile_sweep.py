@@ -2,6 +2,7 @@
 
     python scripts/tile_sweep.py [--shapes 3072x1024x8192:TN,1024x4096x1024:NT,...]
                                  [--variants bn64,bn128,bn256,bm192] [--dtype bf16|fp16]
+                                 [--out-dtype same|float32] [--graph]
 
 For each M x N x K product (`:NN`, `:NT` as linear's x @ weight.t(), `:TN` as a weight gradient
 g.t() @ x), it times torch.mm (cuBLAS), cudasteps.mm (what the dispatcher runs: the tile width
@@ -80,6 +81,14 @@ def main() -> None:
         help="time CUDA-graph replays (harness.time_many_graphed, as the report's decode and "
         "few-row rows) instead of eager calls: for few-row shapes, whose eager calls are host time",
     )
+    parser.add_argument(
+        "--out-dtype",
+        choices=["same", "float32"],
+        default="same",
+        help="float32: time mm.dtype's float32 output of the 16-bit operands (cudasteps.mm with "
+        "out_dtype, whose tiles the launcher picks; ladder variants cannot take it) against "
+        "torch.mm(out_dtype=float32)",
+    )
     args = parser.parse_args()
     shapes = [parse_shape(text) for text in args.shapes.split(",")]
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
@@ -88,8 +97,14 @@ def main() -> None:
     bench = Bench(device=torch.device("cuda"))
     variants = [v for v in args.variants.split(",") if v]
     for m, n, k, layout in shapes:
-        impls = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
-        impls += [(v, lambda a, b, v=v: G.run_ladder(ladder_variant(v), a, b)) for v in variants]
+        if args.out_dtype == "float32":
+            impls = [
+                ("torch", lambda a, b: torch.mm(a, b, out_dtype=torch.float32)),
+                ("cudasteps", lambda a, b: cudasteps.mm(a, b, out_dtype=torch.float32)),
+            ]
+        else:
+            impls = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
+            impls += [(v, lambda a, b, v=v: G.run_ladder(ladder_variant(v), a, b)) for v in variants]
         make = inputs_for(m, n, k, layout, dtype)
         inputs = bench.rotation(make, dtype.itemsize * (m * k + k * n))
         a, b = inputs[0]

@@ -75,11 +75,21 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 //   29.9 us, DRAM 70%) and a separate split-K reduce (5.1 us); ours 128 x 128 tiles, the last
 //   wave's 16 tiles cut in 8 parts (128 CTAs, 46.5 us, DRAM 45%, L2 75%). 1024 x 1024 x 8192:
 //   the same 128 x 64 tiles in pairs, unsplit (128 CTAs, 27.3 us); ours the same tiles, single
-//   CTAs (36.3 us). A CTA of ours there pulls 3 MB of operands out of L2 where a pair sharing its
-//   A tile pulls 2 MB each: the multicast pairs (tc:ws_multicast, built for 128 x 128 and
-//   128 x 256 tiles of the NN layout only) are what is missing. (cuBLAS's time for 512 x 512 x
-//   32768 differs between processes, 34 or 51 us: the committed report's 0.70x is the first, a
-//   rerun of the same build measured 1.04x against the second.)
+//   CTAs (36.3 us). (cuBLAS's time for 512 x 512 x 32768 differs between processes, 34 or 51 us:
+//   the committed report's 0.70x is the first, a rerun of the same build measured 1.04x against
+//   the second; likewise 1024^2 x 8192, 27-30 or 41-46 us, with a bf16 or a float32 output.)
+//   Tried on an H100 against that 128 x 64 kernel and not kept (2026-11-27; ncu durations, one
+//   process each, and scripts/tile_sweep.py): cuBLAS's kernel (nvjet_sm90_tst_128x64_64x8_1x2,
+//   8 stages, 384 threads, 168 registers, like ours) keeps the tensor pipe 77-78% busy where ours
+//   manages 55%; our consumers wait on full stages while the producer waits on free ones (ncu
+//   source counters), and its L2 reads are 0.83 of ours, what pairs sharing the B tile (4 of 24
+//   KiB per k-tile) save. None of these closed any of it: (1) pairs of 128 x 64 tiles sharing the
+//   A tile by multicast (8 of 24 KiB per k-tile): 39.5 us against 35.9 single, and no shape of the
+//   sweep faster beyond noise (its L2 sectors read came out 1.25x single's, not the 2/3 expected);
+//   (2) two accumulator sets on alternate k-tiles, as the skinny tiles have: 36.7 us; (3) each
+//   consumer warpgroup taking alternate k-tiles of the whole 128-row tile, as cuBLAS's kernel does
+//   (its SASS: 8 m64n64k16 wgmmas per k-tile per warpgroup), waiting for its wgmmas and freeing
+//   the stage at once, the halves' sums exchanged through shared memory at the end: 40.7 us.
 // 16-bit operands also have 128 x 64 tiles (`half_ok`), taken where the same estimate is shorter
 // with a 128 x 64 tile costing kHalfTileCost, and where those tiles' schedule cuts K into at most
 // two ranges: outputs that 128 x 128 tiles leave well short of a wave, as cuBLAS does (1024 x
