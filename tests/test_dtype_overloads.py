@@ -39,9 +39,11 @@ def layouts(a: torch.Tensor, b: torch.Tensor):
 
 
 # M, K, N: no multiple of any tile; K long enough that float32 sums matter; sizes 0 and 1; few
-# rows (the few-row path is not taken for a float32 output); an output under one wave (split-K).
+# rows (the few-row path is not taken for a float32 output); an output under one wave (split-K);
+# one whose tiles are 128 x 64 on a Hopper GPU (300 x 260).
 SHAPES = [
     (1037, 520, 2056),
+    (300, 333, 260),
     (300, 4104, 64),
     (1, 33, 17),
     (17, 1, 9),
@@ -98,8 +100,10 @@ def test_mm_dtype_same_dtype_is_mm(device, dtype):
 @requires_cuda
 @pytest.mark.parametrize("dtype", HALF)
 def test_mm_dtype_deterministic(dtype):
-    # Split-K (a small output, long K) and the tail split add their parts in a fixed order.
-    for m, k, n in ((256, 8192, 256), (1536, 4096, 1024)):
+    # Split-K (a small output, long K) and the tail split add their parts in a fixed order; on a
+    # Hopper GPU the weight-gradient shapes 1024^2 x 8192 and 512 x 1024 x 8192 run 128 x 64 tiles,
+    # the second with the tail split.
+    for m, k, n in ((256, 8192, 256), (1536, 4096, 1024), (1024, 8192, 1024), (512, 8192, 1024)):
         a = make_tensor((k, m), dtype, "cuda", seed=7).t()
         b = make_tensor((k, n), dtype, "cuda", seed=8)
         first = _ops.mm(a, b, torch.float32)

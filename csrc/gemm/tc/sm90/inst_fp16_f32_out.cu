@@ -1,5 +1,5 @@
 // The Hopper kernels for fp16 operands with a float32 output (mm.dtype: launch_layout_f32_out,
-// launch.cuh), every layout: tc:ws_persistent's kernel in 128- and 256-wide tiles, plain
+// launch.cuh), every layout: tc:ws_persistent's kernel in 64-, 128- and 256-wide tiles, plain
 // epilogue. Apart from the fp16 layout units, so that a parallel build compiles it beside them.
 #include "gemm/tc/sm90/instances.h"
 

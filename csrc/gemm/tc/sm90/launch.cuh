@@ -568,22 +568,21 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
 // mm.dtype's float32 output of 16-bit operands (TcProblem::out_fp32): the product as
 // tc:ws_persistent runs it, its accumulators written in float32, never rounded to the operands'
 // type. The backward of a linear whose float32 parameters autocast runs in bf16 writes their
-// gradients so, where a cast pass over each gradient would follow otherwise. Tiles 128 or 256
-// wide by persistent_bn's estimate, with its tail split and split-K; the 128 x 64, 192-row and
-// skinny tiles are not built for this output (compile time: these products are the backward's,
-// mostly large).
+// gradients so, where a cast pass over each gradient would follow otherwise. Tiles 64, 128 or
+// 256 wide by persistent_bn's estimate (the 64-wide ones for small weight gradients, as the bf16
+// output takes them), with its tail split and split-K; the 192-row and skinny tiles are not built
+// for this output (compile time: these products are the backward's, mostly large).
 template <TcType T, bool AK, bool BKm>
 void launch_layout_f32_out(const TcProblem& p, cudaStream_t stream) {
   static_assert(T == TcType::kBF16 || T == TcType::kFP16, "16-bit operands");
   const int k_tiles = int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK));
-  const int bn = persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, /*half_ok=*/false);
-  TORCH_CHECK(bn == 128 || bn == 256,
-              "cudasteps.mm: a float32 output of 16-bit operands is built in 128- and 256-wide "
-              "tiles only, got bn", bn);
+  const int bn = persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, /*half_ok=*/true);
   if (bn == 256) {
     launch_typed<T, 256, AK, BKm, TcType::kTF32>(p, HopperKernel::kWarpSpecialized, stream);
-  } else {
+  } else if (bn == 128) {
     launch_typed<T, 128, AK, BKm, TcType::kTF32>(p, HopperKernel::kWarpSpecialized, stream);
+  } else {
+    launch_typed<T, 64, AK, BKm, TcType::kTF32>(p, HopperKernel::kWarpSpecialized, stream);
   }
 }
 
