@@ -113,7 +113,8 @@ def main() -> None:
         err = max((f(a, b).double() - ref).abs().max().item() / scale for _, f in impls)
         times = (bench.time_many_graphed if args.graph else bench.time_many)(impls, inputs)
         cells = "  ".join(f"{i} {ms * 1e3:.1f} ({times['torch'] / ms:.2f}x)" for i, ms in times.items())
-        print(f"{m}x{n}x{k} {layout} {args.dtype}: {cells}  max err {err:.1e}", flush=True)
+        out = " -> float32" if args.out_dtype == "float32" else ""
+        print(f"{m}x{n}x{k} {layout} {args.dtype}{out}: {cells}  max err {err:.1e}", flush=True)
 
 
 if __name__ == "__main__":
