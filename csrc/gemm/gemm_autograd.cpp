@@ -207,6 +207,18 @@ c10::optional<at::ScalarType> saved_arg_dtype(AutogradContext* ctx, const char* 
 at::ScalarType grad_dtype(AutogradContext* ctx, const char* name, const at::Tensor& cast) {
   return saved_arg_dtype(ctx, name).value_or(cast.scalar_type());
 }
+// A dtype-overload forward's argument: its dtype kept for the backward (save_arg_dtype), the
+// argument cast to `dtype` returned. An absent optional one is kept absent.
+at::Tensor cast_arg(AutogradContext* ctx, const char* name, const at::Tensor& arg,
+                    at::ScalarType dtype) {
+  save_arg_dtype(ctx, name, arg);
+  return gemm::cast_to(arg, dtype);
+}
+c10::optional<at::Tensor> cast_arg(AutogradContext* ctx, const char* name,
+                                   const c10::optional<at::Tensor>& arg, at::ScalarType dtype) {
+  if (arg.has_value() && arg->defined()) save_arg_dtype(ctx, name, *arg);
+  return gemm::cast_to(arg, dtype);
+}
 
 // dtype (linear.dtype): input, weight and bias are cast to it first, the casts saved; the
 // backward writes each gradient in its argument's dtype (mm_into, sum_to_sizes's dtype).
@@ -219,12 +231,9 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
     c10::optional<at::Tensor> bias = bias_arg;
     const bool has_bias = bias.has_value() && bias->defined();
     if (dtype.has_value()) {
-      save_arg_dtype(ctx, "input", input_arg);
-      save_arg_dtype(ctx, "weight", weight_arg);
-      if (has_bias) save_arg_dtype(ctx, "bias", *bias_arg);
-      input = gemm::cast_to(input_arg, *dtype);
-      weight = gemm::cast_to(weight_arg, *dtype);
-      bias = gemm::cast_to(bias_arg, *dtype);
+      input = cast_arg(ctx, "input", input_arg, *dtype);
+      weight = cast_arg(ctx, "weight", weight_arg, *dtype);
+      bias = cast_arg(ctx, "bias", bias_arg, *dtype);
     }
     ctx->save_for_backward({input, weight});
     ctx->saved_data["bias_sizes"] = has_bias ? bias->sym_sizes() : c10::SymIntArrayRef();
@@ -274,10 +283,8 @@ class LinearActFunction : public torch::autograd::Function<LinearActFunction> {
                                c10::string_view act, c10::optional<at::ScalarType> dtype) {
     at::Tensor input = input_arg, weight = weight_arg;
     if (dtype.has_value()) {
-      save_arg_dtype(ctx, "input", input_arg);
-      save_arg_dtype(ctx, "weight", weight_arg);
-      input = gemm::cast_to(input_arg, *dtype);
-      weight = gemm::cast_to(weight_arg, *dtype);
+      input = cast_arg(ctx, "input", input_arg, *dtype);
+      weight = cast_arg(ctx, "weight", weight_arg, *dtype);
     }
     auto [out, product] = linear_act_aux_call(input, weight, bias, act);
     // An output nobody used gets an undefined gradient, not a tensor of zeros to add.
@@ -364,14 +371,10 @@ class LinearActLinearFunction : public torch::autograd::Function<LinearActLinear
     const bool has_bias1 = bias1.has_value() && bias1->defined();
     const bool has_bias2 = bias2.has_value() && bias2->defined();
     if (dtype.has_value()) {
-      save_arg_dtype(ctx, "input", input_arg);
-      save_arg_dtype(ctx, "weight1", weight1_arg);
-      save_arg_dtype(ctx, "weight2", weight2_arg);
-      if (has_bias2) save_arg_dtype(ctx, "bias2", *bias2_arg);
-      input = gemm::cast_to(input_arg, *dtype);
-      weight1 = gemm::cast_to(weight1_arg, *dtype);
-      weight2 = gemm::cast_to(weight2_arg, *dtype);
-      bias2 = gemm::cast_to(bias2_arg, *dtype);
+      input = cast_arg(ctx, "input", input_arg, *dtype);
+      weight1 = cast_arg(ctx, "weight1", weight1_arg, *dtype);
+      weight2 = cast_arg(ctx, "weight2", weight2_arg, *dtype);
+      bias2 = cast_arg(ctx, "bias2", bias2_arg, *dtype);
       // The checks of the casts (shapes, devices, bias1's dtype), as linear_act_linear_autograd
       // runs them on the default overload's arguments.
       gemm::check_linear_act_linear_args(input, weight1, bias1, weight2, bias2, act);
