@@ -241,9 +241,9 @@ def fp8_models(dev: torch.device, d: int, h: int) -> dict:
 def _ffn_fp8_case(bench, batch: int, d: int, h: int) -> None:
     """The FFN training step with FP8 linears: torch.nn in bf16 autocast (the baseline), torchao's
     float8 training under torch.compile (where torchao is installed), and cudasteps.nn.MLP with
-    fp8=True under bf16 autocast (cudasteps.linear_act_fp8 then cudasteps.linear_fp8: dynamic
-    per-tensor scales, each amax taken where its tensor is produced, e4m3 forward, e5m2
-    gradients)."""
+    fp8=True under bf16 autocast (one cudasteps.linear_act_linear_fp8: dynamic per-tensor scales,
+    the hidden tensor and its gradient only in FP8, their scales bounded from the range their GEMM
+    took, e4m3 forward, e5m2 gradients)."""
     dev = bench.device
     gen = torch.Generator(device=dev).manual_seed(1)
     x = torch.randn(batch, d, device=dev, generator=gen).requires_grad_(True)
@@ -488,9 +488,10 @@ def run(bench):
         "ranks at once, after a device sync and a barrier). TFLOP/s is per rank. "
         "The ffn_step fp8 rows: torch.nn in bf16 autocast (the baseline), torchao's float8 "
         "training (convert_to_float8_training, tensorwise dynamic scaling) under torch.compile "
-        "where torchao is installed, and cudasteps.nn.MLP(fp8=True) (the hidden layer "
-        "cudasteps.linear_act_fp8, the output layer cudasteps.linear_fp8 taking the hidden "
-        "activation's amax from it: dynamic per-tensor scales, e4m3 forward and e5m2 gradients, "
-        "the three products of each layer on scaled_mm's FP8 kernel on Hopper)."
+        "where torchao is installed, and cudasteps.nn.MLP(fp8=True) (one "
+        "cudasteps.linear_act_linear_fp8: dynamic per-tensor scales, e4m3 forward and e5m2 "
+        "gradients, the six products on scaled_mm's FP8 kernel on Hopper; the hidden tensor and "
+        "its gradient exist only in FP8, each cast with its activation or derivative in one pass "
+        "whose scale is bounded from the range the GEMM before it took in its epilogue)."
         + ("" if two_gpus else " (Fewer than two CUDA devices were visible: no ddp_step rows.)"),
     )

@@ -80,6 +80,11 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
       "ScalarType? out_dtype=None) -> Tensor");
+  // scaled_mm's output and its range: float32 [max(0, max out), min(0, min out)], taken by the
+  // kernel as it stores (what the FP8 MLP's hidden casts take their scales from).
+  m.def(
+      "scaled_mm_range(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+      "ScalarType? out_dtype=None) -> (Tensor, Tensor)");
   // One step of scaled_mm's ladder (widen_tf32, fp8_ws), bf16 output (CUDA).
   m.def(
       "ladder_scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str variant) -> "
@@ -101,6 +106,12 @@ TORCH_LIBRARY(cudasteps, m) {
       "linear_act_fp8(Tensor input, Tensor weight, Tensor? bias=None, str act=\"gelu\", "
       "ScalarType? out_dtype=None, *, Tensor? input_amax=None) -> (Tensor, Tensor)");
 
+  // An FP8 FFN block as one autograd node (linear_act_fp8, then linear_fp8), whose hidden tensors
+  // stay in FP8: z and its range from scaled_mm_range, then act_cast_fp8; backward the same way.
+  m.def(
+      "linear_act_linear_fp8(Tensor input, Tensor weight1, Tensor? bias1, Tensor weight2, "
+      "Tensor? bias2, str act=\"gelu\", ScalarType? out_dtype=None) -> Tensor");
+
   // ---- fp8 (csrc/fp8) ----
   // x cast to FP8 with a scale (saturating), its FP8 transpose (transpose=True), and max |x|.
   m.def(
@@ -112,6 +123,13 @@ TORCH_LIBRARY(cudasteps, m) {
   m.def(
       "cast_fp8_dynamic(Tensor x, ScalarType dtype, bool transpose=False, Tensor? amax=None) -> "
       "(Tensor, Tensor?, Tensor, Tensor)");
+  // The FP8 MLP's hidden casts, one pass each (csrc/fp8/act_cast.cpp): act(x), and
+  // grad * act'(x) with its column sums, cast with a scale bounded from the range of x (of grad)
+  // that scaled_mm_range took: (out, out_t, scale_inv[, grad_bias]).
+  m.def("act_cast_fp8(Tensor x, Tensor x_range, str act, ScalarType dtype) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "act_grad_cast_fp8(Tensor grad, Tensor grad_range, Tensor x, str act, ScalarType dtype, "
+      "bool bias_grad) -> (Tensor, Tensor, Tensor, Tensor?)");
   // One step of cast_fp8's ladder (tile32, vec16, vec16_prefetch), CUDA.
   m.def(
       "ladder_cast_fp8(Tensor x, Tensor scale, ScalarType dtype, bool transpose, str variant) -> "

@@ -13,7 +13,7 @@ AOTInductor compiles generated C++ with the system compiler (about 20 s for the 
 dispatcher), as its extern-node list shows.
 
 An FP8 MLP (``cudasteps.nn.MLP(fp8=True)``) is exported the same way: its ``linear_act_fp8`` and
-``linear_fp8`` nodes, with each hidden layer's amax handed to the next layer, and its outputs equal
+``linear_act_linear_fp8`` nodes, with a hidden layer's amax handed to the next, and its outputs equal
 to the eager model's.
 """
 
@@ -210,20 +210,21 @@ def test_export_mlp(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_export_fp8_mlp(device):
     """cudasteps.nn.MLP(fp8=True) exports with its FP8 ops as nodes (a hidden layer's
-    linear_act_fp8, whose amax the next layer's linear_fp8 takes as input_amax) and the exported
-    program returns the eager model's outputs, bit for bit, at the traced batch and another."""
+    linear_act_fp8, whose amax the next hidden layer takes as input_amax; the last hidden layer and
+    the output layer one linear_act_linear_fp8) and the exported program returns the eager model's
+    outputs, bit for bit, at the traced batch and another."""
     torch.manual_seed(0)
-    model = cudasteps.nn.MLP([D_IN, HIDDEN, HIDDEN, D_OUT], "gelu", fp8=True).to(device)
+    model = cudasteps.nn.MLP([D_IN, HIDDEN, HIDDEN, HIDDEN, D_OUT], "gelu", fp8=True).to(device)
     x = make_tensor((33, D_IN), torch.float32, device, seed=3)
     ep = _export(model, x)
     ops = _cudasteps_ops_in(ep.graph_module)
-    assert {"linear_act_fp8", "linear_fp8"} <= ops, sorted(ops)
-    # The amax each hidden layer returns feeds the next layer (no amax pass of its input there);
-    # the first layer's input, x, comes with none.
-    names = ("cudasteps.linear_act_fp8.default", "cudasteps.linear_fp8.default")
+    assert {"linear_act_fp8", "linear_act_linear_fp8"} <= ops, sorted(ops)
+    # The amax the first hidden layer returns feeds the second (no amax pass of its input there);
+    # the first layer's input, x, comes with none, and the fused block casts its own input.
+    names = ("cudasteps.linear_act_fp8.default", "cudasteps.linear_act_linear_fp8.default")
     layers = [n for n in ep.graph_module.graph.nodes if str(n.target) in names]
     assert [str(n.target) for n in layers] == [names[0], names[0], names[1]], layers
-    assert [n.kwargs.get("input_amax") is not None for n in layers] == [False, True, True], layers
+    assert [n.kwargs.get("input_amax") is not None for n in layers] == [False, True, False], layers
     for batch, seed in ((33, 3), (7, 4)):
         xb = make_tensor((batch, D_IN), torch.float32, device, seed=seed)
         with torch.no_grad():

@@ -254,12 +254,15 @@ def test_errors_opcheck_and_compile(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_mlp_fp8(device):
-    """MLP(fp8=True): every layer in FP8 mode; a hidden layer is linear_fp8 without its bias, then
-    bias_act with it (whose backward gives the bias gradient from its own pass)."""
+    """MLP(fp8=True): every layer in FP8 mode; the last hidden layer and the output layer are one
+    linear_act_linear_fp8 (tests/test_fp8_mlp.py), but where a hook on a layer keeps the layers
+    separate calls: a hidden layer is then linear_fp8 without its bias, then bias_act with it."""
     mlp = cudasteps.nn.MLP([20, 40, 8], "silu", fp8=True).to(device)
     assert all(m.fp8 for m in mlp.modules() if isinstance(m, cudasteps.nn.Linear))
     x = make_tensor((6, 20), torch.float32, device, seed=9)
     (w1, b1), (w2, b2) = mlp.linear_params()
+    assert torch.equal(mlp(x), cudasteps.linear_act_linear_fp8(x, w1, b1, w2, b2, "silu"))
+    mlp.layers[-1].register_forward_hook(lambda *args: None)
     hidden = cudasteps.bias_act(cudasteps.linear_fp8(x, w1), b1, "silu")
     assert torch.equal(mlp(x), cudasteps.linear_fp8(hidden, w2, b2))
 
@@ -320,8 +323,9 @@ def test_input_amax_is_the_one_pass_cast(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_mlp_fp8_threads_the_amax(device):
-    """MLP(fp8=True) with two hidden layers under bf16 autocast: the output and every gradient bit
-    for bit those of the unfused chain (each layer re-measuring its input's amax)."""
+    """MLP(fp8=True) with two hidden layers under bf16 autocast: the first hidden layer hands its
+    amax on; the output and every gradient bit for bit those of the unfused chain (each layer
+    re-measuring its input's amax), the last two layers as linear_act_linear_fp8."""
     mlp = cudasteps.nn.MLP([20, 40, 36, 8], "gelu", fp8=True).to(device)
     x = make_tensor((6, 20), torch.float32, device, seed=9).requires_grad_()
     xr = x.detach().clone().requires_grad_()
@@ -329,10 +333,8 @@ def test_mlp_fp8_threads_the_amax(device):
     refs = [(w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()) for w, b in params]
     with torch.autocast(device, dtype=torch.bfloat16):
         out = mlp(x)
-        h = xr
-        for w, b in refs[:-1]:
-            h = _unfused_linear_act(h, w, b, "gelu")
-        ref = cudasteps.linear_fp8(h, *refs[-1])
+        h = _unfused_linear_act(xr, *refs[0], "gelu")
+        ref = cudasteps.linear_act_linear_fp8(h, *refs[1], *refs[2], "gelu")
     assert out.dtype == torch.bfloat16 and torch.equal(out, ref)
     g = make_tensor(out.shape, torch.bfloat16, device, seed=10)
     out.backward(g)

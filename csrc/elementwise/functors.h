@@ -439,5 +439,46 @@ void dispatch_act(Act act, Fn&& fn) {
   }
 }
 
+// Bounds of each activation, for an FP8 scale taken from the range [lo, hi] of its input instead
+// of from the amax of its output (act_cast_fp8, act_grad_cast_fp8: the FP8 MLP's hidden tensors,
+// whose range the GEMM that writes them takes). Every activation here is increasing above its one
+// minimum (gelu's at z = -0.7518, value -0.16997; silu's at -1.2785, -0.27846; none and relu have
+// none on their negative side), so max |act(z)| over [lo, hi] is at most
+// max(|act(hi)|, |act(lo)|, and kLobe where lo < kLobeBelow): kLobeBelow lies above the minimum and
+// kLobe above its depth (with room for the fp16/bf16 forms' rounding). kDerivMax bounds |act'|
+// (gelu's 1.1289 at z = 1.414, silu's 1.0998 at 2.40), so |g * act'(x)| <= max |g| * kDerivMax.
+template <Act A>
+struct ActBounds {
+  static constexpr float kLobeBelow = -INFINITY;  // no negative lobe
+  static constexpr float kLobe = 0.0f;
+  static constexpr float kDerivMax = 1.0f;
+};
+template <>
+struct ActBounds<Act::kGelu> {
+  static constexpr float kLobeBelow = -0.75f;
+  static constexpr float kLobe = 0.171875f;
+  static constexpr float kDerivMax = 1.13f;
+};
+template <>
+struct ActBounds<Act::kGeluTanh> : ActBounds<Act::kGelu> {};
+template <>
+struct ActBounds<Act::kSilu> {
+  static constexpr float kLobeBelow = -1.25f;
+  static constexpr float kLobe = 0.28125f;
+  static constexpr float kDerivMax = 1.1f;
+};
+
+// f(ActBounds<A>()) for the activation `act` known at run time (host code).
+template <typename F>
+decltype(auto) with_act_bounds(Act act, F&& f) {
+  switch (act) {
+    case Act::kRelu: return f(ActBounds<Act::kRelu>());
+    case Act::kGelu: return f(ActBounds<Act::kGelu>());
+    case Act::kGeluTanh: return f(ActBounds<Act::kGeluTanh>());
+    case Act::kSilu: return f(ActBounds<Act::kSilu>());
+    default: return f(ActBounds<Act::kNone>());
+  }
+}
+
 }  // namespace elementwise
 }  // namespace cudasteps

@@ -54,6 +54,15 @@ inline void check_per_tensor(const at::Tensor& t, const at::Tensor& ref, const c
   check_same_device(t, ref, op, arg, ref_arg);
 }
 
+// cast_fp8 through the dispatcher: (out, out_t, amax) (act_cast_fp8's composite steps).
+inline std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor> cast_fp8_call(
+    const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype, bool transpose) {
+  static const auto op =
+      typed_op<std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor>(
+          const at::Tensor&, const at::Tensor&, at::ScalarType, bool)>("cast_fp8");
+  return op.call(x, scale, dtype, transpose);
+}
+
 // cast_fp8_dynamic's result: (out, out_t, scale_inv, amax).
 using DynamicCast = std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor, at::Tensor>;
 

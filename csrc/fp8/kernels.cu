@@ -39,6 +39,7 @@
 #include "common/block_reduce.cuh"
 #include "common/launch.cuh"
 #include "common/warp_reduce.cuh"
+#include "elementwise/functors.h"
 #include "fp8/launch.h"
 
 namespace cudasteps {
@@ -265,21 +266,162 @@ __device__ __forceinline__ void transpose4x4(uint32_t a, uint32_t b, uint32_t c,
   col[3] = __byte_perm(ab_hi, cd_hi, 0x7632);
 }
 
+// ---- what the wide form casts ----
+//
+// PlainValues: x itself (cast_fp8, cast_fp8_dynamic). ActValues: act(x) rounded to x's type, the
+// value bias_act writes (act_cast_fp8: the FP8 MLP's hidden activation). ActGradValues: g * act'(x)
+// rounded to the type, the value bias_act_backward writes (act_grad_cast_fp8: the hidden
+// gradient), whose column sums (the bias gradient) the kernel also takes. The last two take their
+// scale from a range of their input (scaled_mm_range's) through a bound of what they cast
+// (act_range_bound, act_grad_range_bound): no pass reads their output for its amax.
+
+// v rounded to T (exact for float).
+template <typename T>
+__device__ __forceinline__ float round_to(float v);
+template <>
+__device__ __forceinline__ float round_to<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ float round_to<__half>(float v) {
+  return __half2float(__float2half_rn(v));
+}
+template <>
+__device__ __forceinline__ float round_to<__nv_bfloat16>(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+// act_cast_fp8's amax: a bound of max |act(z)| (rounded to T, as bias_act writes it) over the range
+// [lo, hi] of z (elementwise::ActBounds; NaN where the range holds one). fp8.h's
+// act_range_bound_host computes the same from the same operations, bit for bit.
+template <typename T, elementwise::Act A>
+__device__ __forceinline__ float act_range_bound(float hi, float lo) {
+  using Bounds = elementwise::ActBounds<A>;
+  auto act_abs = [](float z) {
+    return fabsf(round_to<T>(elementwise::BiasActOpFor<A, T>()(z, 0.f)));
+  };
+  float b = max_nan(act_abs(hi), act_abs(lo));
+  if (lo < Bounds::kLobeBelow) b = max_nan(b, Bounds::kLobe);
+  return b;
+}
+
+// act_grad_cast_fp8's amax: max |g| over g's range times the activation's largest |act'|, rounded
+// to T as the values are (rounding is monotone: no value rounds above the rounded bound).
+template <typename T, elementwise::Act A>
+__device__ __forceinline__ float act_grad_range_bound(float hi, float lo) {
+  return round_to<T>(max_nan(fabsf(hi), fabsf(lo)) * elementwise::ActBounds<A>::kDerivMax);
+}
+
+// A segment's 16 raw values as floats.
+template <typename T>
+__device__ __forceinline__ void segment_values(const RawSegment<T>& raw, float (&v)[kVec]) {
+  constexpr int kPerWord = 16 / int(sizeof(T));
+#pragma unroll
+  for (int l = 0; l < kVecWords<T>; ++l) {
+    const T* e = reinterpret_cast<const T*>(&raw.w[l]);
+#pragma unroll
+    for (int i = 0; i < kPerWord; ++i) v[l * kPerWord + i] = to_float(e[i]);
+  }
+}
+
+// The scale from an amax its caller computed (act_cast_fp8's bound): as cast_scale's given amax,
+// fmax / amax, with 1 / scale and the amax written out by block 0.
+__device__ __forceinline__ float scale_from_bound(const CastScale& cs, float amax) {
+  const float s = scale_for_amax(amax, cs.fmax);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *cs.scale_inv = 1.0f / s;
+    if (cs.amax_out != nullptr) *cs.amax_out = amax;
+  }
+  return s;
+}
+
+template <typename T>
+struct PlainValues {
+  static constexpr bool kTakesAmax = true;  // folds max |x| into amax_bits where asked
+  static constexpr bool kColSums = false;
+  struct Raw {
+    RawSegment<T> x;
+  };
+  const T* x;
+  __device__ __forceinline__ void load(int64_t at, Raw& raw) const { load_segment(x + at, raw.x); }
+  __device__ __forceinline__ void values(const Raw& raw, float (&v)[kVec]) const {
+    segment_values(raw.x, v);
+  }
+  __device__ __forceinline__ float scale(const CastScale& cs) const { return cast_scale(cs); }
+};
+
+template <typename T, elementwise::Act A>
+struct ActValues {
+  static constexpr bool kTakesAmax = false;
+  static constexpr bool kColSums = false;
+  struct Raw {
+    RawSegment<T> x;
+  };
+  const T* x;
+  const float* range;
+  __device__ __forceinline__ void load(int64_t at, Raw& raw) const { load_segment(x + at, raw.x); }
+  __device__ __forceinline__ void values(const Raw& raw, float (&v)[kVec]) const {
+    segment_values(raw.x, v);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) v[i] = round_to<T>(elementwise::BiasActOpFor<A, T>()(v[i], 0.f));
+  }
+  __device__ __forceinline__ float scale(const CastScale& cs) const {
+    return scale_from_bound(cs, act_range_bound<T, A>(range[0], range[1]));
+  }
+};
+
+template <typename T, elementwise::Act A>
+struct ActGradValues {
+  static constexpr bool kTakesAmax = false;
+  static constexpr bool kColSums = true;
+  struct Raw {
+    RawSegment<T> g, x;
+  };
+  const T* g;
+  const T* x;
+  const float* range;  // g's
+  __device__ __forceinline__ void load(int64_t at, Raw& raw) const {
+    load_segment(g + at, raw.g);
+    load_segment(x + at, raw.x);
+  }
+  __device__ __forceinline__ void values(const Raw& raw, float (&v)[kVec]) const {
+    float xv[kVec];
+    segment_values(raw.g, v);
+    segment_values(raw.x, xv);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      v[i] = round_to<T>(elementwise::BiasActGradOpFor<A, T>()(v[i], xv[i], 0.f));
+    }
+  }
+  __device__ __forceinline__ float scale(const CastScale& cs) const {
+    return scale_from_bound(cs, act_grad_range_bound<T, A>(range[0], range[1]));
+  }
+};
+
 // The wide form. Phase 1: each thread loads 4 segments of 16 elements (rows lr, lr + 32, lr + 64,
 // lr + 96 of the tile, one column segment), all loads issued before any is cast: 64 (16-bit x) or
 // 128 (float32 x) bytes in flight per thread. Phase 2: each thread reads a 16-row x 4-column block
 // of the shared tile as 16 words (no byte loads), transposes it with byte permutes and stores four
 // 16-byte column pieces; a warp's store covers whole 32-byte sectors of 16 rows of out_t.
-template <typename T, Fp8Kind K>
+// With V::kColSums, each tile's column sums of the values cast (as rounded to T) go to
+// col_partials[tile row][column]: each thread's 4 rows, then the 4 lanes of a warp that share a
+// segment (shuffles), then the 8 warps in order (shared memory): the same sums on every run.
+template <typename T, Fp8Kind K, typename V>
 __global__ void __launch_bounds__(kWideThreads)
-    cast_fp8_wide_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
-                         CastScale scale, uint8_t* __restrict__ out,
-                         uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
+    cast_fp8_wide_kernel(const V src, int64_t rows, int64_t cols, CastScale scale,
+                         uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
+                         unsigned* __restrict__ amax_bits, float* __restrict__ col_partials) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
-  constexpr int kPerWord = 16 / int(sizeof(T));
   __shared__ __align__(16) uint8_t tile[kWideTile][kWideTile];
   __shared__ unsigned warp_max[kWideThreads / 32];
-  const float s = cast_scale(scale);
+  __shared__ float warp_cols[V::kColSums ? kWideThreads / 32 : 1][kWideTile];
+  const float s = src.scale(scale);
   const int64_t tiles_c = (cols + kWideTile - 1) / kWideTile;
   const int64_t tiles = ((rows + kWideTile - 1) / kWideTile) * tiles_c;
   const int lr = threadIdx.x / (kWideTile / kVec), seg = threadIdx.x % (kWideTile / kVec);
@@ -291,33 +433,57 @@ __global__ void __launch_bounds__(kWideThreads)
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t r0 = (t / tiles_c) * kWideTile, c0 = (t % tiles_c) * kWideTile;
     const int64_t c = c0 + kVec * seg;
-    RawSegment<T> raw[kWidePasses];
+    typename V::Raw raw[kWidePasses];
 #pragma unroll
     for (int p = 0; p < kWidePasses; ++p) {
       const int64_t r = r0 + lr + kWideRowsPerPass * p;
-      if (r < rows && c < cols) load_segment(x + r * cols + c, raw[p]);
+      if (r < rows && c < cols) src.load(r * cols + c, raw[p]);
     }
+    float sums[V::kColSums ? kVec : 1] = {};
 #pragma unroll
     for (int p = 0; p < kWidePasses; ++p) {
       const int row = lr + kWideRowsPerPass * p;
       const int64_t r = r0 + row;
       uint4 q = make_uint4(0, 0, 0, 0);
       if (r < rows && c < cols) {
+        float v[kVec];
+        src.values(raw[p], v);
         uint16_t* pairs = reinterpret_cast<uint16_t*>(&q);
 #pragma unroll
-        for (int l = 0; l < kVecWords<T>; ++l) {
-          const T* e = reinterpret_cast<const T*>(&raw[p].w[l]);
-#pragma unroll
-          for (int i = 0; i < kPerWord; i += 2) {
-            const float v0 = to_float(e[i]), v1 = to_float(e[i + 1]);
-            my_max = max(my_max, max(__float_as_uint(fabsf(v0)), __float_as_uint(fabsf(v1))));
-            pairs[(l * kPerWord + i) / 2] =
-                __nv_cvt_float2_to_fp8x2(make_float2(v0 * s, v1 * s), __NV_SATFINITE, kFormat);
+        for (int i = 0; i < kVec; i += 2) {
+          if constexpr (V::kTakesAmax) {
+            my_max = max(my_max, max(__float_as_uint(fabsf(v[i])), __float_as_uint(fabsf(v[i + 1]))));
           }
+          if constexpr (V::kColSums) {
+            sums[i] += v[i];
+            sums[i + 1] += v[i + 1];
+          }
+          pairs[i / 2] =
+              __nv_cvt_float2_to_fp8x2(make_float2(v[i] * s, v[i + 1] * s), __NV_SATFINITE, kFormat);
         }
         *reinterpret_cast<uint4*>(out + r * cols + c) = q;
       }
       *reinterpret_cast<uint4*>(&tile[row][kVec * wide_segment(row, seg)]) = q;
+    }
+    if constexpr (V::kColSums) {
+      // The warp's 4 lanes of each segment (lanes seg, seg + 8, seg + 16, seg + 24), then the warps.
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        sums[i] += __shfl_xor_sync(0xffffffffu, sums[i], 8);
+        sums[i] += __shfl_xor_sync(0xffffffffu, sums[i], 16);
+      }
+      if (lane < 8) {
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) warp_cols[warp][kVec * seg + i] = sums[i];
+      }
+      __syncthreads();
+      if (threadIdx.x < kWideTile && c0 + threadIdx.x < cols) {
+        float col = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWideThreads / 32; ++w) col += warp_cols[w][threadIdx.x];
+        col_partials[(r0 / kWideTile) * cols + c0 + threadIdx.x] = col;
+      }
+      // (warp_cols is written again only after the next tile's barriers below.)
     }
     if (out_t != nullptr) {
       __syncthreads();
@@ -345,8 +511,11 @@ __global__ void __launch_bounds__(kWideThreads)
         }
       }
       __syncthreads();  // the tile is rewritten by the next iteration
+    } else if constexpr (V::kColSums) {
+      __syncthreads();  // warp_cols is read before the next tile writes it
     }
   }
+  if constexpr (!V::kTakesAmax) return;
   if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
   my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
   if (lane == 0) warp_max[warp] = my_max;
@@ -457,10 +626,11 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, Cast
   if (form == CastForm::kTile128) {
     const int64_t tiles =
         ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
-    auto kernel = cast_fp8_wide_kernel<T, K>;
+    auto kernel = cast_fp8_wide_kernel<T, K, PlainValues<T>>;
     const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
-    kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale,
-                                                       out, out_t, amax_bits);
+    kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(PlainValues<T>{static_cast<const T*>(x)},
+                                                       rows, cols, scale, out, out_t, amax_bits,
+                                                       nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -513,6 +683,63 @@ void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int
   } else {
     launch_kind<Fp8Kind::kE5M2>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
                                 stream);
+  }
+}
+
+namespace {
+
+template <typename T, Fp8Kind K, typename V>
+void launch_wide(const V& src, int64_t rows, int64_t cols, CastScale scale, uint8_t* out,
+                 uint8_t* out_t, float* col_partials, cudaStream_t stream) {
+  const int64_t tiles =
+      ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
+  auto kernel = cast_fp8_wide_kernel<T, K, V>;
+  const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
+  kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(src, rows, cols, scale, out, out_t, nullptr,
+                                                     col_partials);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void launch_act_typed(elementwise::Act act, const void* x, const void* g, const float* range,
+                      int64_t rows, int64_t cols, CastScale scale, uint8_t* out, uint8_t* out_t,
+                      float* col_partials, cudaStream_t stream) {
+  using elementwise::Act;
+  auto run = [&](auto a) {
+    constexpr Act A = decltype(a)::value;
+    if (g == nullptr) {
+      launch_wide<T, Fp8Kind::kE4M3>(ActValues<T, A>{static_cast<const T*>(x), range}, rows, cols,
+                                     scale, out, out_t, nullptr, stream);
+    } else {
+      launch_wide<T, Fp8Kind::kE5M2>(
+          ActGradValues<T, A>{static_cast<const T*>(g), static_cast<const T*>(x), range}, rows,
+          cols, scale, out, out_t, col_partials, stream);
+    }
+  };
+  switch (act) {
+    case Act::kRelu: return run(std::integral_constant<Act, Act::kRelu>());
+    case Act::kGelu: return run(std::integral_constant<Act, Act::kGelu>());
+    case Act::kGeluTanh: return run(std::integral_constant<Act, Act::kGeluTanh>());
+    case Act::kSilu: return run(std::integral_constant<Act, Act::kSilu>());
+    default: return run(std::integral_constant<Act, Act::kNone>());
+  }
+}
+
+}  // namespace
+
+void launch_act_cast_fp8(SrcType src, elementwise::Act act, const void* x, const void* g,
+                         const float* range, int64_t rows, int64_t cols, CastScale scale,
+                         uint8_t* out, uint8_t* out_t, float* col_partials, cudaStream_t stream) {
+  switch (src) {
+    case SrcType::kHalf:
+      return launch_act_typed<__half>(act, x, g, range, rows, cols, scale, out, out_t,
+                                      col_partials, stream);
+    case SrcType::kBFloat16:
+      return launch_act_typed<__nv_bfloat16>(act, x, g, range, rows, cols, scale, out, out_t,
+                                             col_partials, stream);
+    default:
+      return launch_act_typed<float>(act, x, g, range, rows, cols, scale, out, out_t,
+                                     col_partials, stream);
   }
 }
 

@@ -8,6 +8,9 @@
 #include <cstdint>
 
 namespace cudasteps {
+namespace elementwise {
+enum class Act;  // elementwise/functors.h
+}  // namespace elementwise
 namespace fp8 {
 
 // Which FP8 format an output holds.
@@ -47,6 +50,17 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
                      int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
+
+// act_cast_fp8 (g null) and act_grad_cast_fp8's kernel, the wide form (x, and g where given, must
+// fit it: cast_fp8_vector_form_fits; both [rows, cols], contiguous): out = fp8(v * s) and out_t its
+// transpose for v = act(x) (e4m3) or v = g * act'(x) (e5m2), each rounded to src's type as
+// bias_act / bias_act_backward write it; s = fmax / bound, the bound taken from `range` (two floats
+// on the device: the largest and the smallest value of x, or of g), with scale.fmax,
+// scale.scale_inv (1 / s, written) and scale.amax_out (the bound, written where not null). With g,
+// col_partials ([ceil(rows / 128), cols] float32) gets v's column sums over each 128 rows.
+void launch_act_cast_fp8(SrcType src, elementwise::Act act, const void* x, const void* g,
+                         const float* range, int64_t rows, int64_t cols, CastScale scale,
+                         uint8_t* out, uint8_t* out_t, float* col_partials, cudaStream_t stream);
 
 // cast_fp8_dynamic's first launch: amax = max |x| over x's n elements (x contiguous), scale =
 // fmax / amax (1 where amax is 0 or NaN) and scale_inv = 1 / scale, each a float on the device.

@@ -114,6 +114,8 @@ struct Epilogue {
   const float* scale_b;
   const E* act_input;     // mm_bias_act_backward's saved product (TcProblem), else nullptr
   float* col_partials;    // its bias gradient's column sums per 32 rows, or nullptr
+  unsigned* range_bits;   // scaled_mm_range's workspace (TcProblem::range_bits), or nullptr
+  float* range_out;       // its (max, min) of the output (TcProblem::range_out)
 
   static Epilogue from(const TcProblem& p) {
     Epilogue e;
@@ -133,6 +135,8 @@ struct Epilogue {
     e.scale_b = p.scale_b;
     e.act_input = static_cast<const E*>(p.act_input);
     e.col_partials = p.col_partials;
+    e.range_bits = p.range_bits;
+    e.range_out = p.range_out;
     return e;
   }
 

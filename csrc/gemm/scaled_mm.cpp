@@ -27,6 +27,11 @@
 // float32 output through the baseline's last step. A pair it does not build (b e5m2) runs the
 // baseline.
 //
+// scaled_mm_range: scaled_mm's output and its range (max(0, max out), min(0, min out)), float32
+// [2], taken by the Hopper kernel as it stores (tc:fp8_ws's OutRange): what the FP8 MLP
+// (linear_act_linear_fp8) takes its hidden tensors' FP8 scales from, so that no pass of its own
+// reads them for their amax.
+//
 // Not differentiable (torch._scaled_mm is not either): FP8 operands are casts of higher-precision
 // tensors, and training differentiates through those (the autograd kernel refuses inputs that
 // require grad by name).
@@ -51,20 +56,21 @@ namespace gemm {
 namespace {
 
 constexpr const char* kOp = "scaled_mm";
+constexpr const char* kRangeOp = "scaled_mm_range";
 
 bool is_fp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
 
 // scale_a: one element, or [M, 1]; scale_b: one element, or [1, N] (`rows` of them along
 // `dim`, the other dimension 1).
 void check_scale(const at::Tensor& scale, const at::Tensor& a, const char* arg, int64_t count,
-                 int dim) {
-  check_defined(scale, kOp, arg);
-  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, kOp, arg, " must be float32, got ",
+                 int dim, const char* op) {
+  check_defined(scale, op, arg);
+  CUDASTEPS_CHECK(scale.scalar_type() == at::kFloat, op, arg, " must be float32, got ",
                   scale.scalar_type());
-  check_same_device(scale, a, kOp, arg, "a");
+  check_same_device(scale, a, op, arg, "a");
   const bool per_tensor = scale.numel() == 1;
   const bool per_row = scale.dim() == 2 && scale.size(dim) == count && scale.size(1 - dim) == 1;
-  CUDASTEPS_CHECK(per_tensor || per_row, kOp, arg,
+  CUDASTEPS_CHECK(per_tensor || per_row, op, arg,
                   " must have one element (a per-tensor scale) or shape ",
                   dim == 0 ? "[M, 1] = [" : "[1, N] = [", dim == 0 ? count : 1, ", ",
                   dim == 0 ? 1 : count, "], got shape ", scale.sizes());
@@ -74,31 +80,32 @@ void check_scale(const at::Tensor& scale, const at::Tensor& a, const char* arg, 
 at::ScalarType check_scaled_mm_args(const at::Tensor& a, const at::Tensor& b,
                                     const at::Tensor& scale_a, const at::Tensor& scale_b,
                                     const c10::optional<at::Tensor>& bias,
-                                    c10::optional<at::ScalarType> out_dtype) {
-  check_defined(a, kOp, "a");
-  check_defined(b, kOp, "b");
-  check_dim(a, 2, kOp, "a");
-  check_dim(b, 2, kOp, "b");
-  CUDASTEPS_CHECK(is_fp8(a.scalar_type()), kOp, "a must be Float8_e4m3fn or Float8_e5m2, got ",
+                                    c10::optional<at::ScalarType> out_dtype,
+                                    const char* op = kOp) {
+  check_defined(a, op, "a");
+  check_defined(b, op, "b");
+  check_dim(a, 2, op, "a");
+  check_dim(b, 2, op, "b");
+  CUDASTEPS_CHECK(is_fp8(a.scalar_type()), op, "a must be Float8_e4m3fn or Float8_e5m2, got ",
                   a.scalar_type(), " (cast with tensor.to(torch.float8_e4m3fn))");
-  CUDASTEPS_CHECK(is_fp8(b.scalar_type()), kOp, "b must be Float8_e4m3fn or Float8_e5m2, got ",
+  CUDASTEPS_CHECK(is_fp8(b.scalar_type()), op, "b must be Float8_e4m3fn or Float8_e5m2, got ",
                   b.scalar_type(), " (cast with tensor.to(torch.float8_e4m3fn))");
-  check_same_device(b, a, kOp, "b", "a");
-  CUDASTEPS_CHECK(b.size(0) == a.size(1), kOp, "b.size(0) must equal a.size(1) (", a.size(1),
+  check_same_device(b, a, op, "b", "a");
+  CUDASTEPS_CHECK(b.size(0) == a.size(1), op, "b.size(0) must equal a.size(1) (", a.size(1),
                   "), got ", b.size(0), " (shapes ", a.sizes(), " and ", b.sizes(), ")");
   const at::ScalarType out = out_dtype.value_or(at::kBFloat16);
-  CUDASTEPS_CHECK(out == at::kBFloat16 || out == at::kHalf || out == at::kFloat, kOp,
+  CUDASTEPS_CHECK(out == at::kBFloat16 || out == at::kHalf || out == at::kFloat, op,
                   "out_dtype must be BFloat16, Half or Float, got ", out);
-  check_scale(scale_a, a, "scale_a", a.size(0), 0);
-  check_scale(scale_b, a, "scale_b", b.size(1), 1);
+  check_scale(scale_a, a, "scale_a", a.size(0), 0, op);
+  check_scale(scale_b, a, "scale_b", b.size(1), 1, op);
   if (bias.has_value() && bias->defined()) {
-    check_dim(*bias, 1, kOp, "bias");
-    CUDASTEPS_CHECK(bias->size(0) == b.size(1), kOp, "bias must have shape [", b.size(1),
+    check_dim(*bias, 1, op, "bias");
+    CUDASTEPS_CHECK(bias->size(0) == b.size(1), op, "bias must have shape [", b.size(1),
                     "], got shape ", bias->sizes());
-    CUDASTEPS_CHECK(bias->scalar_type() == out || bias->scalar_type() == at::kFloat, kOp,
+    CUDASTEPS_CHECK(bias->scalar_type() == out || bias->scalar_type() == at::kFloat, op,
                     "bias must have the dtype of out_dtype (", out, ") or Float, got ",
                     bias->scalar_type());
-    check_same_device(*bias, a, kOp, "bias", "a");
+    check_same_device(*bias, a, op, "bias", "a");
   }
   return out;
 }
@@ -127,6 +134,25 @@ at::Tensor scaled_mm_cpu(const at::Tensor& a, const at::Tensor& b, const at::Ten
   return scale_and_round(product, scale_a, scale_b, bias, out);
 }
 
+// scaled_mm_range's range of `out`, the reference (and the CUDA kernel's where the FP8 kernel does
+// not take it): (max(0, max out), min(0, min out)) as float32 [2], NaN where out holds one (exact:
+// every bf16/fp16 value is a float32).
+at::Tensor range_with_zero(const at::Tensor& out) {
+  if (out.numel() == 0) return at::zeros({2}, out.options().dtype(at::kFloat));
+  auto [lo, hi] = at::aminmax(out);
+  return at::stack({at::clamp_min(hi.to(at::kFloat), 0), at::clamp_max(lo.to(at::kFloat), 0)});
+}
+
+std::tuple<at::Tensor, at::Tensor> scaled_mm_range_cpu(const at::Tensor& a, const at::Tensor& b,
+                                                       const at::Tensor& scale_a,
+                                                       const at::Tensor& scale_b,
+                                                       const c10::optional<at::Tensor>& bias,
+                                                       c10::optional<at::ScalarType> out_dtype) {
+  check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype, kRangeOp);
+  const at::Tensor out = scaled_mm_cpu(a, b, scale_a, scale_b, bias, out_dtype);
+  return {out, range_with_zero(out)};
+}
+
 #ifdef CUDASTEPS_WITH_CUDA
 TcType fp8_type(at::ScalarType t) {
   return t == at::kFloat8_e4m3fn ? TcType::kE4M3 : TcType::kE5M2;
@@ -136,9 +162,14 @@ TcType fp8_type(at::ScalarType t) {
 // tc:fp8_multicast, bm 256 for tc:fp8_ws256), or an undefined tensor where it cannot run this
 // product (not a Hopper GPU, b e5m2, an empty product): the caller then
 // runs the baseline.
+// With `range` (scaled_mm_range: a float32 [2] on a's device), the kernel also writes the range
+// of the output into it; it runs then only where it writes the output directly (per-tensor scales,
+// a bf16 or float32 output, a bias of its type) with TMA stores (rows of a multiple of 16 bytes),
+// unsplit along K, and returns an undefined tensor elsewhere.
 at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                             const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
-                            at::ScalarType out_dtype, TcTuning tuning = {}) {
+                            at::ScalarType out_dtype, TcTuning tuning = {},
+                            const at::Tensor* range = nullptr) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   if (!tc_hopper_available() || b.scalar_type() != at::kFloat8_e4m3fn || M == 0 || N == 0 ||
       K == 0) {
@@ -151,6 +182,9 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
   const bool in_epilogue =
       per_tensor && direct_out && (!has_bias || bias->scalar_type() == out_dtype);
   const at::ScalarType kernel_out = in_epilogue ? out_dtype : at::kFloat;
+  if (range != nullptr && (!in_epilogue || (N * at::elementSize(kernel_out)) % 16 != 0)) {
+    return at::Tensor();
+  }
   // FP8 wgmmas read K-major operands only, and the TMA 16-byte aligned rows: other operands are
   // repacked as the tensor-core dispatcher repacks its own (tc_repack: cudasteps' copy_ or
   // transpose_ into rows padded to 16 bytes; the kernel reads the true K, zeros past it).
@@ -177,6 +211,14 @@ at::Tensor scaled_mm_hopper(const at::Tensor& a, const at::Tensor& b, const at::
     }
   }
   if (!tc_hopper_fp8_supports(p)) return at::Tensor();
+  at::Tensor range_bits;
+  if (range != nullptr) {
+    // The workspace's keys and count start at 0 (a memset node in a CUDA graph: every replay too).
+    range_bits = at::zeros({4}, a.options().dtype(at::kInt));
+    p.range_bits = reinterpret_cast<unsigned*>(range_bits.data_ptr<int>());
+    p.range_out = range->data_ptr<float>();
+    p.tuning.splits = 1;  // every tile stored by the kernel's staged stores
+  }
   tc_fp8_launch(p, at::cuda::getCurrentCUDAStream());
   return in_epilogue ? out : scale_and_round(out, scale_a, scale_b, bias, out_dtype);
 }
@@ -205,6 +247,23 @@ at::Tensor scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b, const at::Te
   const at::Tensor fast = scaled_mm_hopper(a, b, scale_a, scale_b, bias, out);
   if (fast.defined()) return fast;
   return scaled_mm_widened(a, b, scale_a, scale_b, bias, out);
+}
+
+// scaled_mm_range: the Hopper kernel takes the range as it stores (see scaled_mm_hopper); elsewhere
+// scaled_mm, then a pass over the output for its range.
+std::tuple<at::Tensor, at::Tensor> scaled_mm_range_cuda(const at::Tensor& a, const at::Tensor& b,
+                                                        const at::Tensor& scale_a,
+                                                        const at::Tensor& scale_b,
+                                                        const c10::optional<at::Tensor>& bias,
+                                                        c10::optional<at::ScalarType> out_dtype) {
+  const at::ScalarType out =
+      check_scaled_mm_args(a, b, scale_a, scale_b, bias, out_dtype, kRangeOp);
+  const c10::cuda::CUDAGuard guard(a.device());
+  const at::Tensor range = at::empty({2}, a.options().dtype(at::kFloat));
+  const at::Tensor fast = scaled_mm_hopper(a, b, scale_a, scale_b, bias, out, {}, &range);
+  if (fast.defined()) return {fast, range};
+  const at::Tensor product = scaled_mm_cuda(a, b, scale_a, scale_b, bias, out_dtype);
+  return {product, range_with_zero(product)};
 }
 
 // ladder_scaled_mm: one form of the FP8 ladder, forced (bf16 output, no bias, as the report's
@@ -239,17 +298,23 @@ at::Tensor ladder_scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b,
 
 // Autograd: not differentiable. Refuses inputs that require grad (by name), else calls the kernel
 // below the Autograd key.
-at::Tensor scaled_mm_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                              const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
-                              c10::optional<at::ScalarType> out_dtype) {
+void refuse_grads(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                  const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                  const char* op) {
   const std::pair<const char*, bool> args[] = {
       {"a", needs_grad(a)}, {"b", needs_grad(b)}, {"scale_a", needs_grad(scale_a)},
       {"scale_b", needs_grad(scale_b)}, {"bias", needs_grad_opt(bias)}};
   for (const auto& [name, requires_grad] : args) {
-    CUDASTEPS_CHECK(!requires_grad, kOp, name,
-                    " requires grad, but scaled_mm is not differentiable (as torch._scaled_mm): "
-                    "differentiate the higher-precision tensors the FP8 operands were cast from");
+    CUDASTEPS_CHECK(!requires_grad, op, name, " requires grad, but ", op,
+                    " is not differentiable (as torch._scaled_mm): differentiate the "
+                    "higher-precision tensors the FP8 operands were cast from");
   }
+}
+
+at::Tensor scaled_mm_autograd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const c10::optional<at::Tensor>& bias,
+                              c10::optional<at::ScalarType> out_dtype) {
+  refuse_grads(a, b, scale_a, scale_b, bias, kOp);
   static const auto op =
       typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                           const at::Tensor&, const c10::optional<at::Tensor>&,
@@ -258,18 +323,36 @@ at::Tensor scaled_mm_autograd(const at::Tensor& a, const at::Tensor& b, const at
   return op.call(a, b, scale_a, scale_b, bias, out_dtype);
 }
 
+std::tuple<at::Tensor, at::Tensor> scaled_mm_range_autograd(
+    const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a, const at::Tensor& scale_b,
+    const c10::optional<at::Tensor>& bias, c10::optional<at::ScalarType> out_dtype) {
+  refuse_grads(a, b, scale_a, scale_b, bias, kRangeOp);
+  static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+      const c10::optional<at::Tensor>&, c10::optional<at::ScalarType>)>(kRangeOp);
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(a, b, scale_a, scale_b, bias, out_dtype);
+}
+
 }  // namespace
 }  // namespace gemm
 
-TORCH_LIBRARY_IMPL(cudasteps, CPU, m) { m.impl("scaled_mm", &gemm::scaled_mm_cpu); }
+TORCH_LIBRARY_IMPL(cudasteps, CPU, m) {
+  m.impl("scaled_mm", &gemm::scaled_mm_cpu);
+  m.impl("scaled_mm_range", &gemm::scaled_mm_range_cpu);
+}
 
 #ifdef CUDASTEPS_WITH_CUDA
 TORCH_LIBRARY_IMPL(cudasteps, CUDA, m) {
   m.impl("scaled_mm", &gemm::scaled_mm_cuda);
+  m.impl("scaled_mm_range", &gemm::scaled_mm_range_cuda);
   m.impl("ladder_scaled_mm", &gemm::ladder_scaled_mm_cuda);
 }
 #endif
 
-TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) { m.impl("scaled_mm", &gemm::scaled_mm_autograd); }
+TORCH_LIBRARY_IMPL(cudasteps, Autograd, m) {
+  m.impl("scaled_mm", &gemm::scaled_mm_autograd);
+  m.impl("scaled_mm_range", &gemm::scaled_mm_range_autograd);
+}
 
 }  // namespace cudasteps

@@ -28,10 +28,12 @@ from .gemm import (  # noqa: E402
     linear_act,
     linear_act_fp8,
     linear_act_linear,
+    linear_act_linear_fp8,
     linear_fp8,
     mm,
     mm_bias_act_backward,
     scaled_mm,
+    scaled_mm_range,
 )
 from .reduce import sum  # noqa: E402,A004
 from .transpose import transpose, transpose_  # noqa: E402
@@ -53,12 +55,14 @@ __all__ = [
     "linear_act",
     "linear_act_fp8",
     "linear_act_linear",
+    "linear_act_linear_fp8",
     "linear_fp8",
     "mm",
     "mm_bias_act_backward",
     "mul",
     "nn",
     "scaled_mm",
+    "scaled_mm_range",
     "sum",
     "sum_leading",
     "transpose",

@@ -409,6 +409,45 @@ def run_linear_act_ladder(
     return _ops.ladder_linear_act(input, weight, bias, act, variant)
 
 
+def scaled_mm_range(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(out, range)``: :func:`scaled_mm`'s output and ``range = [max(0, out.max()),
+    min(0, out.min())]`` (float32; NaN where ``out`` holds one), the largest and the smallest value
+    written, taken by the Hopper kernel's epilogue as it stores (no pass over ``out``; elsewhere, a
+    reduction after). What :func:`cudasteps.fp8.act_cast_fp8` takes its scale from. Not
+    differentiable."""
+    return _ops.scaled_mm_range(a, b, scale_a, scale_b, bias, out_dtype)
+
+
+def linear_act_linear_fp8(
+    input: torch.Tensor,
+    weight1: torch.Tensor,
+    bias1: Optional[torch.Tensor],
+    weight2: torch.Tensor,
+    bias2: Optional[torch.Tensor] = None,
+    act: str = "gelu",
+    out_dtype: Optional[torch.dtype] = None,
+) -> torch.Tensor:
+    """An FP8 FFN block, ``linear_fp8(act(linear_fp8(input, weight1, bias1)), weight2, bias2)``
+    (dynamic per-tensor scales, e4m3 forward, e5m2 gradients; ``out_dtype`` the hidden tensor's and
+    the output's dtype, default ``input``'s, the autocast dtype under autocast), as one autograd
+    node whose hidden tensor and hidden gradient exist only in FP8: the first product's epilogue
+    takes the range of its output (:func:`scaled_mm_range`), and one pass applies the activation and
+    casts (:func:`cudasteps.fp8.act_cast_fp8`); backward, one pass applies the activation's
+    derivative, casts and sums the bias gradient (:func:`cudasteps.fp8.act_grad_cast_fp8`).
+    ``bias1`` is added in the first product (one rounding, as ``F.linear`` adds it), and the hidden
+    casts' scales are bounds of the amax (within 13% of it for the gradient), so the values differ
+    from ``linear_act_fp8`` followed by ``linear_fp8`` within FP8 rounding. What
+    ``cudasteps.nn.MLP(..., fp8=True)`` runs for its last hidden layer and its output layer."""
+    return _ops.linear_act_linear_fp8(input, weight1, bias1, weight2, bias2, act, out_dtype)
+
+
 def run_scaled_mm_ladder(
     variant: str, a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
 ) -> torch.Tensor:
@@ -759,6 +798,39 @@ def _linear_act_fp8_fake(input, weight, bias=None, act="gelu", out_dtype=None, *
     return out, input.new_empty((), dtype=torch.float32)
 
 
+@torch.library.register_fake("cudasteps::linear_act_linear_fp8")
+def _linear_act_linear_fp8_fake(input, weight1, bias1, weight2, bias2=None, act="gelu", out_dtype=None):
+    op = "linear_act_linear_fp8"
+    _check_linear_fp8(input, weight1, bias1, out_dtype, op)
+    _check_dim(weight2, 2, op, "weight2")
+    _checks.check(
+        weight2.dtype in (torch.float32, torch.bfloat16, torch.float16),
+        op,
+        f"weight2 must be Float or BFloat16 or Half, got {_checks.dtype_name(weight2.dtype)}",
+    )
+    _checks.same_device(weight2, input, op, "weight2", "input")
+    _checks.check(
+        weight2.shape[1] == weight1.shape[0],
+        op,
+        f"weight2.size(1) must equal weight1.size(0) ({weight1.shape[0]}), got {weight2.shape[1]}",
+    )
+    if bias2 is not None:
+        _check_dim(bias2, 1, op, "bias2")
+        _checks.check(
+            bias2.shape[0] == weight2.shape[0],
+            op,
+            f"bias2 must have shape [{weight2.shape[0]}], got shape {list(bias2.shape)}",
+        )
+        _checks.check(
+            bias2.dtype in (torch.float32, torch.bfloat16, torch.float16),
+            op,
+            f"bias2 must be Float or BFloat16 or Half, got {_checks.dtype_name(bias2.dtype)}",
+        )
+        _checks.same_device(bias2, input, op, "bias2", "input")
+    _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
+    return input.new_empty((*input.shape[:-1], weight2.shape[0]), dtype=out_dtype or input.dtype)
+
+
 @torch.library.register_fake("cudasteps::linear_fp8_aux")
 def _linear_fp8_aux_fake(input, weight, bias, out_dtype, input_amax):
     _check_linear_fp8(input, weight, bias, out_dtype, "linear_fp8_aux", input_amax)
@@ -775,8 +847,7 @@ _FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 _SCALED_MM_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def _check_scale(scale, a, arg, count, dim):
-    op = "scaled_mm"
+def _check_scale(scale, a, arg, count, dim, op="scaled_mm"):
     _checks.check(
         scale.dtype == torch.float32, op, f"{arg} must be float32, got {_checks.dtype_name(scale.dtype)}"
     )
@@ -791,9 +862,8 @@ def _check_scale(scale, a, arg, count, dim):
     )
 
 
-@torch.library.register_fake("cudasteps::scaled_mm")
-def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
-    op = "scaled_mm"
+def _scaled_mm_out_fake(a, b, scale_a, scale_b, bias, out_dtype, op):
+    """scaled_mm's checks (named as `op`) and its output."""
     _check_dim(a, 2, op, "a")
     _check_dim(b, 2, op, "b")
     for t, arg in ((a, "a"), (b, "b")):
@@ -816,8 +886,8 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
         op,
         f"out_dtype must be BFloat16, Half or Float, got {_checks.dtype_name(out)}",
     )
-    _check_scale(scale_a, a, "scale_a", a.shape[0], 0)
-    _check_scale(scale_b, a, "scale_b", b.shape[1], 1)
+    _check_scale(scale_a, a, "scale_a", a.shape[0], 0, op)
+    _check_scale(scale_b, a, "scale_b", b.shape[1], 1, op)
     if bias is not None:
         _check_dim(bias, 1, op, "bias")
         _checks.check(
@@ -833,6 +903,17 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
         )
         _checks.same_device(bias, a, op, "bias", "a")
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
+
+
+@torch.library.register_fake("cudasteps::scaled_mm")
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+    return _scaled_mm_out_fake(a, b, scale_a, scale_b, bias, out_dtype, "scaled_mm")
+
+
+@torch.library.register_fake("cudasteps::scaled_mm_range")
+def _scaled_mm_range_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+    out = _scaled_mm_out_fake(a, b, scale_a, scale_b, bias, out_dtype, "scaled_mm_range")
+    return out, a.new_empty((2,), dtype=torch.float32)
 
 
 @torch.library.register_fake("cudasteps::ladder_scaled_mm")

@@ -240,7 +240,10 @@ class MLP(nn.Module):
     of its own, forward or backward. Parameters are initialised as a stack of
     ``torch.nn.Linear`` + activation would be; :meth:`linear_params` lists each layer's (weight,
     bias), and :meth:`load_from_torch_linears` copies those of such a stack in. ``fp8=True``
-    (keyword only) puts every layer in :class:`Linear`'s FP8 mode: each hidden layer is one
+    (keyword only) puts every layer in :class:`Linear`'s FP8 mode: the last hidden layer and the
+    output layer run as one ``cudasteps.linear_act_linear_fp8``, whose hidden tensor and hidden
+    gradient exist only in FP8 (their scales bounded from the range the GEMM before each cast took;
+    a hook on either layer keeps them separate calls). Each other hidden layer is one
     ``cudasteps.linear_act_fp8`` (the FP8 product, then the bias and activation in one pass that
     also takes the output's amax), and each next layer takes that amax as ``input_amax``, so no
     layer reads its input an extra time for its FP8 scale; in the backward the activation's
@@ -274,9 +277,18 @@ class MLP(nn.Module):
             return torch.ops.cudasteps.linear_act_linear(
                 x, block[0].weight, block[0].bias, last.weight, last.bias, block.act
             )
+        # FP8: the last hidden layer and the output layer as one linear_act_linear_fp8 (the hidden
+        # tensor and its gradient only in FP8) where both are FP8 layers without hooks.
+        fused = len(hidden) > 0 and last.fp8 and hidden[-1][0].fp8
+        fused = fused and not _has_hooks(hidden[-1], hidden[-1][0], last)
         amax = None  # the amax of x as the next layer reads it, where the layer before took it
-        for layer in hidden:
+        for layer in hidden[:-1] if fused else hidden:
             x, amax = layer(x, input_amax=amax, with_amax=True) if layer[0].fp8 else (layer(x), None)
+        if fused:
+            block = hidden[-1]
+            return torch.ops.cudasteps.linear_act_linear_fp8(
+                x, block[0].weight, block[0].bias, last.weight, last.bias, block.act
+            )
         return last(x, input_amax=amax) if last.fp8 else last(x)
 
     def linear_params(self) -> list:

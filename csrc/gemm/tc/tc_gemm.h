@@ -102,6 +102,13 @@ struct TcProblem {
   bool out_fp32 = false;
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
+  // scaled_mm_range (tc:fp8_ws with TMA stores, unsplit, only): range_out (two floats) gets the
+  // largest and the smallest value of the output as written, taken with 0 (max(0, max out),
+  // min(0, min out); NaN where out holds one), through range_bits, four unsigneds zeroed before the
+  // launch (each consumer warp's order-preserving keys folded in by atomicMax, and a count of the
+  // warps done; the last decodes them). Both nullptr: no range.
+  unsigned* range_bits = nullptr;
+  float* range_out = nullptr;
   TcTuning tuning;
 };
 

@@ -12,6 +12,9 @@
 //     bias_act_backward's g * act'(x + bias) for the product g as mm writes it and the saved
 //     product x, read in pairs; then the values staged are summed per column over each 32 rows
 //     (colsum_round), the bias gradient's partial sums;
+//   * scaled_mm_range's range (OutRange, flush_range): the FP8 kernel's staged stores also keep
+//     each thread's largest and smallest value written, and the kernel folds them into the
+//     output's range once at its end;
 //   * linear_act's fused stage (StageMode::kFused, in the staged TMA stores of tc:ws_pingpong's
 //     kernel, what linear_act runs, and of tc:ws_persistent's, the ladder's `fused` step and
 //     linear's bias row): each value staged is act(alpha * acc + beta * addend), and aux gets
@@ -135,6 +138,116 @@ __device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float
   }
 }
 
+// ---- scaled_mm_range: the range of the values an FP8 kernel stores ----
+//
+// The FP8 MLP (linear_act_linear_fp8) casts the hidden product and the hidden gradient to FP8 with
+// a scale from their amax; taking that amax in the GEMM that writes them (instead of in a pass of
+// its own over 128 MiB) is what lets the activation and the cast be one pass. Each consumer thread
+// keeps the largest and the smallest value it stored, starting from 0 (the range is that of the
+// values and 0: a tile's values outside the matrix are staged as zeros, and 0 changes no bound the
+// casts take from the range), NaN-propagating: for 16-bit outputs as packed pairs, one max and one
+// min instruction per pair of values, on the words the stores pack anyway; for float32 outputs per
+// value. Rounding is monotone, so the range of the values as stored is the range of the packed
+// words exactly. At the kernel's end every consumer warp folds its range into the workspace
+// (flush_range): max/min are exact and order-free, so the result is the same on every run.
+
+// PTX's NaN-propagating max / min (sm_80): a NaN anywhere stays in the range (the scale taken from
+// it is then 1, as for a NaN amax).
+template <TcType T>
+__device__ __forceinline__ uint32_t max_nan_pair(uint32_t a, uint32_t b) {
+  uint32_t d;
+  if constexpr (T == TcType::kBF16) {
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  } else {
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  }
+  return d;
+}
+template <TcType T>
+__device__ __forceinline__ uint32_t min_nan_pair(uint32_t a, uint32_t b) {
+  uint32_t d;
+  if constexpr (T == TcType::kBF16) {
+    asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  } else {
+    asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  }
+  return d;
+}
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+__device__ __forceinline__ float min_nan(float a, float b) {
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+// One thread's range of the values it stored (output type T; kTF32: float32).
+template <TcType T>
+struct OutRange {
+  static constexpr bool kPacked = T != TcType::kTF32;
+  uint32_t hi = 0u, lo = 0u;  // two packed 16-bit zeros, or the bits of 0.0f
+  __device__ __forceinline__ void add(float2 v) {
+    if constexpr (kPacked) {
+      const uint32_t w = tc::Elem<T>::pack2(v.x, v.y);  // the word the stores write
+      hi = max_nan_pair<T>(hi, w);
+      lo = min_nan_pair<T>(lo, w);
+    } else {
+      hi = __float_as_uint(max_nan(max_nan(__uint_as_float(hi), v.x), v.y));
+      lo = __float_as_uint(min_nan(min_nan(__uint_as_float(lo), v.x), v.y));
+    }
+  }
+  __device__ __forceinline__ float largest() const {
+    if constexpr (kPacked) {
+      const float2 p = tc::Elem<T>::unpack2(hi);
+      return max_nan(p.x, p.y);
+    } else {
+      return __uint_as_float(hi);
+    }
+  }
+  __device__ __forceinline__ float smallest() const {
+    if constexpr (kPacked) {
+      const float2 p = tc::Elem<T>::unpack2(lo);
+      return min_nan(p.x, p.y);
+    } else {
+      return __uint_as_float(lo);
+    }
+  }
+};
+
+// A float as an unsigned that orders as the floats do (negatives' bits inverted, positives' sign
+// bit set), every NaN the largest key; and back.
+__device__ __forceinline__ unsigned order_key(float f) {
+  if (f != f) return 0xffffffffu;
+  const unsigned b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float from_order_key(unsigned k) {
+  if (k == 0xffffffffu) return __uint_as_float(0x7fc00000u);
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// Folds this warp's ranges into the workspace bits[0..3] (zeroed before the launch): bits[0] the
+// key of the largest value, bits[1] the key of minus the smallest, bits[2] the count of warps done.
+// The last of the `warps` consumer warps of the grid to count itself writes (max, min) to
+// range_out. Every consumer warp of the grid calls it once, at the kernel's end.
+template <TcType T>
+__device__ __forceinline__ void flush_range(const OutRange<T>& r, unsigned* bits,
+                                            float* range_out, unsigned warps) {
+  const unsigned hi = __reduce_max_sync(0xffffffffu, order_key(r.largest()));
+  const unsigned neg_lo = __reduce_max_sync(0xffffffffu, order_key(-r.smallest()));
+  if (threadIdx.x % 32 != 0) return;
+  atomicMax(bits, hi);
+  atomicMax(bits + 1, neg_lo);
+  __threadfence();  // this warp's keys are visible GPU-wide before it is counted
+  if (atomicAdd(bits + 2, 1u) != warps - 1) return;
+  __threadfence();
+  range_out[0] = from_order_key(atomicMax(bits, 0u));  // (an atomic read: no stale copy)
+  range_out[1] = -from_order_key(atomicMax(bits + 1, 0u));
+}
+
 // Columns of one round of the staged TMA stores of a 64 x BN block of output type T: kStoreBoxes
 // boxes of 128 bytes of columns, or the whole block where it is narrower (128 x 64 tiles of a
 // 16-bit output: one box).
@@ -169,9 +282,9 @@ __device__ __forceinline__ void stage_pairs_16bit(uint8_t* staging, int j0, floa
 // blocks per instruction (stage_pairs_16bit); fp32 outputs with 8-byte stores, which the swizzle
 // keeps free of bank conflicts (the 8 rows a warp writes at once land in 8 different 16-byte bank
 // groups). Every mode but kFused (stage_round_fused).
-template <TcType T, int BN, StageMode kMode, int kRound>
+template <TcType T, int BN, StageMode kMode, int kRound, bool kRange>
 __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (&d)[BN / 2], int64_t m0,
-                                            int64_t n0, uint8_t* staging) {
+                                            int64_t n0, uint8_t* staging, OutRange<T>& range) {
   using E = typename tc::Elem<T>::type;
   constexpr int kBoxCols = 128 / int(sizeof(E));
   constexpr int kRoundCols = store_round_cols<T, BN>();
@@ -185,18 +298,26 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
         const int r = warp * 16 + lane / 4 + 8 * h;  // row in the warpgroup's 64
         const int c = 8 * j + 2 * (lane % 4);         // column in the tile
         const int box = (c % kRoundCols) / kBoxCols, byte = (c % kBoxCols) * 4;
+        const float2 v = output_pair<T, BN, kMode>(ep, d, j, h, m0, n0);
+        if constexpr (kRange) range.add(v);
         *reinterpret_cast<float2*>(staging + box * (64 * 128) + r * 128 +
-                                   (((byte / 16) ^ (r % 8)) * 16) + byte % 16) =
-            output_pair<T, BN, kMode>(ep, d, j, h, m0, n0);
+                                   (((byte / 16) ^ (r % 8)) * 16) + byte % 16) = v;
       }
     }
   } else {
 #pragma unroll
     for (int j0 = kJ0; j0 < kJ0 + kJs; j0 += 2) {
-      stage_pairs_16bit<T, kRoundCols>(staging, j0, output_pair<T, BN, kMode>(ep, d, j0, 0, m0, n0),
-                                       output_pair<T, BN, kMode>(ep, d, j0, 1, m0, n0),
-                                       output_pair<T, BN, kMode>(ep, d, j0 + 1, 0, m0, n0),
-                                       output_pair<T, BN, kMode>(ep, d, j0 + 1, 1, m0, n0));
+      const float2 v00 = output_pair<T, BN, kMode>(ep, d, j0, 0, m0, n0),
+                   v01 = output_pair<T, BN, kMode>(ep, d, j0, 1, m0, n0),
+                   v10 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 0, m0, n0),
+                   v11 = output_pair<T, BN, kMode>(ep, d, j0 + 1, 1, m0, n0);
+      if constexpr (kRange) {
+        range.add(v00);
+        range.add(v01);
+        range.add(v10);
+        range.add(v11);
+      }
+      stage_pairs_16bit<T, kRoundCols>(staging, j0, v00, v01, v10, v11);
     }
   }
 }
@@ -218,9 +339,12 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
 // 2048 -> 8192 bf16: plain 74M warp instructions 0.42 ms, relu 99M 0.45 ms, gelu 139M 0.51 ms,
 // gelu with its values' chains side by side or one by one alike). Hence the lean FastGelu and
 // FastGeluTanh (elementwise/functors.h) and the stage without aux.
-template <TcType T, int BN, int kRound, Act A, bool kAux>
+// kRange (scaled_mm_range with a bias row: act none, no aux): each value staged also goes into
+// `range`, but for rows past M (computed from zeros plus the bias, never stored) 0.
+template <TcType T, int BN, int kRound, Act A, bool kAux, bool kRange>
 __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const float (&d)[BN / 2],
-                                                  int64_t m0, int64_t n0, uint8_t* staging) {
+                                                  int64_t m0, int64_t n0, uint8_t* staging,
+                                                  OutRange<T>& range) {
   static_assert(T != TcType::kTF32, "linear_act's fused stage is built for 16-bit outputs");
   using E = typename tc::Elem<T>::type;
   constexpr int kRoundCols = store_round_cols<T, BN>();
@@ -251,6 +375,13 @@ __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const f
       z[2 * p + 1] = product.y + bias[jr].y;
     }
     elementwise::act_values<A, E, 8>(z);
+    if constexpr (kRange) {
+      const bool row_in[2] = {m < ep.M, m + 8 < ep.M};
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        range.add(row_in[p % 2] ? make_float2(z[2 * p], z[2 * p + 1]) : make_float2(0.f, 0.f));
+      }
+    }
     stage_pairs_16bit<T, kRoundCols>(staging, j0, make_float2(z[0], z[1]), make_float2(z[2], z[3]),
                                      make_float2(z[4], z[5]), make_float2(z[6], z[7]));
   }
@@ -348,10 +479,14 @@ __device__ __forceinline__ void colsum_round(const Epilogue<T>& ep, int64_t m0, 
 // `staging` are waited for, before `staging` is written again. Round kRound, then the next: the
 // rounds are template arguments, so every accumulator index is a constant (a runtime round index
 // leaves ptxas unsure which registers the epilogue reads, and it then serializes the wgmmas).
-template <TcType T, int BN, StageMode kMode, Act A = Act::kNone, bool kAux = false, int kRound = 0>
+// kRange: each value staged also goes into `range` (scaled_mm_range; the plain, addend and edge
+// modes).
+template <TcType T, int BN, StageMode kMode, Act A = Act::kNone, bool kAux = false,
+          bool kRange = false, int kRound = 0>
 __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CUtensorMap* map_out,
                                                  const float (&d)[BN / 2], int64_t m0, int64_t n0,
-                                                 uint8_t* staging, int bar_id) {
+                                                 uint8_t* staging, int bar_id,
+                                                 OutRange<T>& range) {
   using E = typename tc::Elem<T>::type;
   constexpr int kBoxCols = 128 / int(sizeof(E));
   constexpr int kRoundCols = store_round_cols<T, BN>();
@@ -362,11 +497,11 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
   if (t == 0) bulk_wait_read();
   warpgroup_barrier(bar_id);
   if constexpr (kMode == StageMode::kFused) {
-    stage_round_fused<T, BN, kRound, A, kAux>(ep, d, m0, n0, staging);
+    stage_round_fused<T, BN, kRound, A, kAux, kRange>(ep, d, m0, n0, staging, range);
   } else if constexpr (kMode == StageMode::kActGrad) {
     stage_round_act_grad<T, BN, kRound, A>(ep, d, m0, n0, staging);
   } else {
-    stage_round<T, BN, kMode, kRound>(ep, d, m0, n0, staging);
+    stage_round<T, BN, kMode, kRound, kRange>(ep, d, m0, n0, staging, range);
   }
   fence_proxy_async();  // the TMA (async proxy) reads what these generic stores wrote
   warpgroup_barrier(bar_id);
@@ -384,7 +519,8 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
     if (ep.col_partials != nullptr) colsum_round<T, BN, kRound>(ep, m0, n0, staging);
   }
   if constexpr ((kRound + 1) * kRoundCols < BN) {
-    store_rounds_tma<T, BN, kMode, A, kAux, kRound + 1>(ep, map_out, d, m0, n0, staging, bar_id);
+    store_rounds_tma<T, BN, kMode, A, kAux, kRange, kRound + 1>(ep, map_out, d, m0, n0, staging,
+                                                                bar_id, range);
   }
 }
 
@@ -399,17 +535,25 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
 // took the bf16/fp16 nt units from about 19 to 30 s of compile on the 16-core GPU machine.
 // kActGradBuilt: the kernel also takes mm_bias_act_backward's stage (tc:ws_persistent's for
 // 16-bit operands, A row-major and B row-major: grad @ weight), one build per activation.
+// kBiasPairs (the FP8 kernel, whose operand and output types differ, so not kFusable): the fused
+// stage built for act none without aux alone, for a bias row read in pairs (scaled_mm's bias).
+// kRange: every value stored also goes into `range` (scaled_mm_range; the FP8 kernel's modes other
+// than kActGrad).
 template <TcType T, int BN, bool kFusable = false, bool kNoAuxActs = false,
-          bool kActGradBuilt = false>
+          bool kActGradBuilt = false, bool kBiasPairs = false, bool kRange = false>
 __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
                                                        const float (&d)[BN / 2], int64_t m0,
-                                                       int64_t n0, uint8_t* staging, int bar_id) {
+                                                       int64_t n0, uint8_t* staging, int bar_id,
+                                                       OutRange<T>* range_in = nullptr) {
+  static_assert(!kRange || (!kFusable && !kActGradBuilt), "the range: the FP8 kernel's modes");
+  OutRange<T> unused;
+  OutRange<T>& range = kRange ? *range_in : unused;
   if constexpr (kActGradBuilt) {
     if (ep.act_grad()) {  // (before the fused stage's test: its bias is a pair row too)
       return tc::with_act(ep.act, [&](auto act) {
         store_rounds_tma<T, BN, StageMode::kActGrad, decltype(act)::value>(ep, map_out, d, m0, n0,
-                                                                           staging, bar_id);
+                                                                           staging, bar_id, range);
       });
     }
   }
@@ -420,20 +564,29 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
         if constexpr (kNoAuxActs || A == Act::kNone) {
           if (ep.aux == nullptr) {
             return store_rounds_tma<T, BN, StageMode::kFused, A, false>(ep, map_out, d, m0, n0,
-                                                                        staging, bar_id);
+                                                                        staging, bar_id, range);
           }
         }
         store_rounds_tma<T, BN, StageMode::kFused, A, true>(ep, map_out, d, m0, n0, staging,
-                                                           bar_id);
+                                                           bar_id, range);
       });
     }
   }
+  if constexpr (kBiasPairs) {
+    if (ep.addend_is_pair_row()) {
+      return store_rounds_tma<T, BN, StageMode::kFused, Act::kNone, false, kRange>(
+          ep, map_out, d, m0, n0, staging, bar_id, range);
+    }
+  }
   if (m0 + 64 > ep.M || n0 + BN > ep.N) {
-    store_rounds_tma<T, BN, StageMode::kEdge>(ep, map_out, d, m0, n0, staging, bar_id);
+    store_rounds_tma<T, BN, StageMode::kEdge, Act::kNone, false, kRange>(ep, map_out, d, m0, n0,
+                                                                         staging, bar_id, range);
   } else if (ep.addend != nullptr) {
-    store_rounds_tma<T, BN, StageMode::kAddend>(ep, map_out, d, m0, n0, staging, bar_id);
+    store_rounds_tma<T, BN, StageMode::kAddend, Act::kNone, false, kRange>(ep, map_out, d, m0, n0,
+                                                                           staging, bar_id, range);
   } else {
-    store_rounds_tma<T, BN, StageMode::kPlain>(ep, map_out, d, m0, n0, staging, bar_id);
+    store_rounds_tma<T, BN, StageMode::kPlain, Act::kNone, false, kRange>(ep, map_out, d, m0, n0,
+                                                                          staging, bar_id, range);
   }
 }
 

@@ -145,7 +145,9 @@ __global__ void __launch_bounds__(256, 1)
 // thread; they fit at 128 columns, not at 256). Measured on an H100 (e4m3, bf16 out, TFLOP/s at
 // 4096^3 / 8192^3): one set, waited for before each promotion, 1058 / 1031; promoting every 4
 // k-tiles instead, 1228 / 1135 but up to 1.17x torch's error; the two sets, 1256 / 1168 with
-// torch's error. The ladder's kernels do not take FP8 (not built for it).
+// torch's error. The ladder's kernels do not take FP8 (not built for it). Its staged stores read a
+// bias row in pairs (the fused stage's act-none form: kAddend's load per value cost linear 8%) and,
+// for scaled_mm_range, keep the range of the values they store (OutRange, flush_range).
 //
 // BM 192 (tc:ws_persistent's tall tiles, one CTA per cluster, 16-bit operands, 128 columns): three
 // consumer warpgroups of 64 rows each (512 threads), for outputs whose 192 x 128 tiles fill a wave
@@ -226,6 +228,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     };
     int stage = 0, phase = 0;
     float d[Cfg::kAccs];
+    OutRange<TOut> range;  // FP8 with ep.range_bits (scaled_mm_range): what this thread stored
     UnitWalk walk(p, first_unit, unit_step);
     WorkUnit u;
     while (walk.next(p, u)) {
@@ -354,12 +357,30 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
         // mm_bias_act_backward's stage (kActGradBuilt) likewise.
         constexpr bool kFusable =
             Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
-        store_accumulators_tma<TOut, BN, kFusable, false, kActGradBuilt>(
-            ep, &map_out, d, m0, n0, staging + cwg * Cfg::kStoreBytesPerConsumer, 1 + cwg);
+        uint8_t* my_staging = staging + cwg * Cfg::kStoreBytesPerConsumer;
+        if constexpr (kFp8) {
+          // A bias row read in pairs (kBiasPairs: 16-bit outputs), and scaled_mm_range's range.
+          constexpr bool kPairs = TOut != TcType::kTF32;
+          if (ep.range_bits != nullptr) {
+            store_accumulators_tma<TOut, BN, false, false, false, kPairs, true>(
+                ep, &map_out, d, m0, n0, my_staging, 1 + cwg, &range);
+          } else {
+            store_accumulators_tma<TOut, BN, false, false, false, kPairs>(ep, &map_out, d, m0, n0,
+                                                                          my_staging, 1 + cwg);
+          }
+        } else {
+          store_accumulators_tma<TOut, BN, kFusable, false, kActGradBuilt>(ep, &map_out, d, m0, n0,
+                                                                           my_staging, 1 + cwg);
+        }
       } else if (p.splits == 1) {
         store_accumulators<TOut, BN>(ep, d, m0, n0);
       } else {
         store_partial<BN>(p.partial + int64_t(u.split) * p.M * p.N, p.M, p.N, d, m0, n0);
+      }
+    }
+    if constexpr (kFp8) {
+      if (ep.range_bits != nullptr) {
+        flush_range(range, ep.range_bits, ep.range_out, gridDim.x * unsigned(kConsumerWarps));
       }
     }
     if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
