@@ -134,29 +134,43 @@ def _hidden_case(bench, shape):
     def make(seed):
         g = torch.Generator(device=bench.device).manual_seed(seed)
         h_pre = (torch.randn(rows, cols, generator=g, device=bench.device) * 2).to(torch.bfloat16)
-        return (h_pre, torch.randn(cols, generator=g, device=bench.device))
+        bias = torch.randn(cols, generator=g, device=bench.device)
+        # act_cast's input: the product with its bias, and the range its GEMM takes as it stores.
+        z = (h_pre.float() + bias).to(torch.bfloat16)
+        z_range = torch.stack([z.float().max().clamp_min(0), z.float().min().clamp_max(0)])
+        return (h_pre, bias, z, z_range)
 
     e4m3 = torch.float8_e4m3fn
 
-    def two_pass(h_pre, bias):
+    def torch_hidden(h_pre, bias, z, z_range):
+        return _torch_hidden(h_pre, bias)
+
+    def two_pass(h_pre, bias, z, z_range):
         h = cudasteps.bias_act(h_pre, bias, "gelu")
         return (h, *cudasteps.cast_fp8_dynamic(h, e4m3, True))
 
-    def fused_amax(h_pre, bias):
+    def fused_amax(h_pre, bias, z, z_range):
         h, amax = cudasteps.bias_act_amax(h_pre, bias, "gelu")
         return (h, *cudasteps.cast_fp8_dynamic(h, e4m3, True, amax))
 
-    moved = rows * cols * 8
-    # The ladder: two_pass, then amax_fused (what cudasteps runs, timed again as the ladder's step).
+    def act_cast(h_pre, bias, z, z_range):
+        return cudasteps.fp8.act_cast_fp8(z, z_range, "gelu")
+
+    # The ladder: two_pass, amax_fused, then act_cast (what linear_act_linear_fp8 runs, timed again
+    # as the ladder's step): GB/s counts what each form moves (act_cast: z read, the two FP8
+    # copies written, 4 bytes per element; no bf16 h).
     impls = [
-        ("torch", _torch_hidden),
-        ("cudasteps", fused_amax),
-        ("ladder:two_pass", two_pass),
-        ("ladder:amax_fused", fused_amax),
+        ("torch", torch_hidden, 8),
+        ("cudasteps", act_cast, 4),
+        ("ladder:two_pass", two_pass, 8),
+        ("ladder:amax_fused", fused_amax, 8),
+        ("ladder:act_cast", act_cast, 4),
     ]
     if bench.is_cuda:
-        impls.insert(1, ("torch.compile", torch.compile(_torch_hidden)))
-    for impl, ms in bench.time_many(impls, bench.rotation(make, rows * cols * 2)).items():
+        impls.insert(1, ("torch.compile", torch.compile(torch_hidden), 8))
+    per_element = {impl: b for impl, _, b in impls}
+    timed = bench.time_many([(impl, f) for impl, f, _ in impls], bench.rotation(make, rows * cols * 4))
+    for impl, ms in timed.items():
         bench.record(
             op="fp8_hidden",
             case=f"{rows}x{cols} bfloat16: gelu(x + b), then e4m3 + transpose, scale from amax",
@@ -164,7 +178,7 @@ def _hidden_case(bench, shape):
             dtype=torch.bfloat16,
             shape=[rows, cols],
             ms=ms,
-            bytes=moved,
+            bytes=rows * cols * per_element[impl],
         )
 
 
@@ -201,8 +215,11 @@ def run(bench):
         "`fp8_hidden` rows: the hidden activation of an FP8 MLP, h = gelu(h_pre + b) in bf16 (the "
         "autograd output) and h's dynamic FP8 cast with its transpose (the next layer's input); "
         "`ladder:two_pass` is bias_act then cast_fp8_dynamic (h read twice more), "
-        "`ladder:amax_fused` and `cudasteps` bias_act_amax (the amax taken as h is written) then "
+        "`ladder:amax_fused` bias_act_amax (the amax taken as h is written) then "
         "cast_fp8_dynamic with that amax (what linear_act_fp8 and the next linear_fp8 run); GB/s "
         "counts 8 bytes per element (h_pre read, h written and read once, two FP8 copies "
-        "written).",
+        "written). `ladder:act_cast` and `cudasteps`: act_cast_fp8 (what linear_act_linear_fp8 "
+        "runs) on z = h_pre + b as its GEMM writes it (bias added there) with the range that GEMM "
+        "takes as it stores (given here), one pass that writes no bf16 h (the FP8 MLP reads only "
+        "the FP8 copies): 4 bytes per element.",
     )

@@ -38,6 +38,7 @@
 #include "common/amax.cuh"
 #include "common/block_reduce.cuh"
 #include "common/launch.cuh"
+#include "common/nan_minmax.cuh"
 #include "common/warp_reduce.cuh"
 #include "elementwise/functors.h"
 #include "fp8/launch.h"
@@ -289,12 +290,6 @@ __device__ __forceinline__ float round_to<__half>(float v) {
 template <>
 __device__ __forceinline__ float round_to<__nv_bfloat16>(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
-}
-
-__device__ __forceinline__ float max_nan(float a, float b) {
-  float d;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
 }
 
 // act_cast_fp8's amax: a bound of max |act(z)| (rounded to T, as bias_act writes it) over the range

@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "common/launch.cuh"  // wait_previous_grid_release_next
+#include "common/nan_minmax.cuh"
 #include "gemm/tc/sm90/config.cuh"
 #include "gemm/tc/sm90/ptx.cuh"
 #include "gemm/tc/sm90/scheduler.cuh"
@@ -151,39 +152,6 @@ __device__ __forceinline__ float2 output_pair(const Epilogue<T>& ep, const float
 // words exactly. At the kernel's end every consumer warp folds its range into the workspace
 // (flush_range): max/min are exact and order-free, so the result is the same on every run.
 
-// PTX's NaN-propagating max / min (sm_80): a NaN anywhere stays in the range (the scale taken from
-// it is then 1, as for a NaN amax).
-template <TcType T>
-__device__ __forceinline__ uint32_t max_nan_pair(uint32_t a, uint32_t b) {
-  uint32_t d;
-  if constexpr (T == TcType::kBF16) {
-    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  } else {
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  }
-  return d;
-}
-template <TcType T>
-__device__ __forceinline__ uint32_t min_nan_pair(uint32_t a, uint32_t b) {
-  uint32_t d;
-  if constexpr (T == TcType::kBF16) {
-    asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  } else {
-    asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  }
-  return d;
-}
-__device__ __forceinline__ float max_nan(float a, float b) {
-  float d;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-__device__ __forceinline__ float min_nan(float a, float b) {
-  float d;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-
 // One thread's range of the values it stored (output type T; kTF32: float32).
 template <TcType T>
 struct OutRange {
@@ -192,8 +160,8 @@ struct OutRange {
   __device__ __forceinline__ void add(float2 v) {
     if constexpr (kPacked) {
       const uint32_t w = tc::Elem<T>::pack2(v.x, v.y);  // the word the stores write
-      hi = max_nan_pair<T>(hi, w);
-      lo = min_nan_pair<T>(lo, w);
+      hi = max_nan_x2<T == TcType::kBF16>(hi, w);  // (NaN-propagating: common/nan_minmax.cuh)
+      lo = min_nan_x2<T == TcType::kBF16>(lo, w);
     } else {
       hi = __float_as_uint(max_nan(max_nan(__uint_as_float(hi), v.x), v.y));
       lo = __float_as_uint(min_nan(min_nan(__uint_as_float(lo), v.x), v.y));

@@ -327,6 +327,10 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
   const ScratchBuffer partial = split_k_scratch(pr, p);
   const CUtensorMap map_out =
       p.tma_store ? output_tensor_map(pr.out, pr.M, pr.N, pr.ldo, TOut) : map_a;
+  // scaled_mm_range's range is kept by the staged TMA stores of single CTAs (scaled_mm_hopper asks
+  // only where they run): a split or a direct store would leave values out of it.
+  TORCH_CHECK(pr.range_bits == nullptr || (Ctas == 1 && p.splits == 1 && p.tma_store),
+              "cudasteps.scaled_mm_range: the range needs the unsplit kernel with TMA stores");
   if constexpr (Ctas == 1) {
     launch_persistent(kernel, tiles * p.splits, sms, map_a, map_b, map_out, p, ep,
                       Cfg::kWsSmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
@@ -394,6 +398,8 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
               "cudasteps.scaled_mm: tc:fp8_ws cannot take this problem");
   // Every work unit needs a k-tile: the consumers' first wait is for one.
   TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
+  TORCH_CHECK(pr.range_bits == nullptr || pr.tuning.bm != 256,
+              "cudasteps.scaled_mm_range: tc:fp8_ws256 does not take the range");
   if (pr.tuning.bm == 256) {
     // tc:fp8_ws256 (the ladder's), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
