@@ -110,7 +110,8 @@ TORCH_LIBRARY(cudasteps, m) {
   // stay in FP8: z and its range from scaled_mm_range, then act_cast_fp8; backward the same way.
   m.def(
       "linear_act_linear_fp8(Tensor input, Tensor weight1, Tensor? bias1, Tensor weight2, "
-      "Tensor? bias2, str act=\"gelu\", ScalarType? out_dtype=None) -> Tensor");
+      "Tensor? bias2, str act=\"gelu\", ScalarType? out_dtype=None, *, Tensor? input_amax=None) "
+      "-> Tensor");
 
   // ---- fp8 (csrc/fp8) ----
   // x cast to FP8 with a scale (saturating), its FP8 transpose (transpose=True), and max |x|.

@@ -210,8 +210,8 @@ def test_export_mlp(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_export_fp8_mlp(device):
     """cudasteps.nn.MLP(fp8=True) exports with its FP8 ops as nodes (a hidden layer's
-    linear_act_fp8, whose amax the next hidden layer takes as input_amax; the last hidden layer and
-    the output layer one linear_act_linear_fp8) and the exported program returns the eager model's
+    linear_act_fp8, whose amax the next layer takes as input_amax; the last hidden layer and the
+    output layer one linear_act_linear_fp8) and the exported program returns the eager model's
     outputs, bit for bit, at the traced batch and another."""
     torch.manual_seed(0)
     model = cudasteps.nn.MLP([D_IN, HIDDEN, HIDDEN, HIDDEN, D_OUT], "gelu", fp8=True).to(device)
@@ -219,12 +219,12 @@ def test_export_fp8_mlp(device):
     ep = _export(model, x)
     ops = _cudasteps_ops_in(ep.graph_module)
     assert {"linear_act_fp8", "linear_act_linear_fp8"} <= ops, sorted(ops)
-    # The amax the first hidden layer returns feeds the second (no amax pass of its input there);
-    # the first layer's input, x, comes with none, and the fused block casts its own input.
+    # The amax each hidden layer returns feeds the next layer (no amax pass of its input there);
+    # the first layer's input, x, comes with none.
     names = ("cudasteps.linear_act_fp8.default", "cudasteps.linear_act_linear_fp8.default")
     layers = [n for n in ep.graph_module.graph.nodes if str(n.target) in names]
     assert [str(n.target) for n in layers] == [names[0], names[0], names[1]], layers
-    assert [n.kwargs.get("input_amax") is not None for n in layers] == [False, True, False], layers
+    assert [n.kwargs.get("input_amax") is not None for n in layers] == [False, True, True], layers
     for batch, seed in ((33, 3), (7, 4)):
         xb = make_tensor((batch, D_IN), torch.float32, device, seed=seed)
         with torch.no_grad():

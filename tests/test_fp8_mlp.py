@@ -233,6 +233,25 @@ def test_linear_act_linear_fp8_is_its_ops(device, act):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_input_amax_is_the_one_pass_cast(device):
+    """Given its input's amax, the same output and gradients as without it (the amax is exact); a
+    different amax changes the input's scale (it is used, not measured again)."""
+    x = make_tensor((48, 32), torch.bfloat16, device, seed=1)
+    shapes = [(64, 32), (64,), (16, 64), (16,)]
+    params = [make_tensor(s, torch.float32, device, seed=i + 2) for i, s in enumerate(shapes)]
+    amax = x.float().abs().max()
+    xg, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = cudasteps.linear_act_linear_fp8(xg, *params, "gelu", input_amax=amax)
+    ref = cudasteps.linear_act_linear_fp8(xr, *params, "gelu")
+    assert torch.equal(out, ref)
+    g = make_tensor(out.shape, torch.bfloat16, device, seed=9)
+    out.backward(g)
+    ref.backward(g)
+    assert torch.equal(xg.grad, xr.grad)
+    assert not torch.equal(cudasteps.linear_act_linear_fp8(x, *params, "gelu", input_amax=amax * 3), ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_mlp_fp8_runs_the_fused_block_and_compiles(device):
     mlp = cudasteps.nn.MLP([24, 48, 16], "gelu", fp8=True).to(device)
     x = make_tensor((3, 5, 24), torch.float32, device, seed=1)
@@ -288,15 +307,19 @@ def test_errors_and_opcheck(device):
         ((x, w1, b1, w2[:, :5], b2), rf"{op}: weight2.size\(1\) must equal weight1.size\(0\) \(20\), got 5"),
         ((x, w1, b1, w2, b2[:3]), rf"{op}: bias2 must have shape \[8\], got shape \[3\]"),
         ((x, w1, b1, w2, b2, "tanh"), rf"{op}: act must be one of none, relu, gelu, gelu_tanh, silu, got"),
+        ((x, w1, b1, w2, b2, "gelu", None, r.double()[:1]), rf"{op}: input_amax must be float32, got Double"),
+        ((x, w1, b1, w2, b2, "gelu", None, r), rf"{op}: input_amax must have one element \(input's amax\)"),
     ]
     for args, message in mlp_cases:
+        *args, amax = args if len(args) == 8 else (*args, None)
         for grad in (False, True):
             call = (args[0], args[1].clone().requires_grad_(grad), *args[2:])
             with pytest.raises(RuntimeError, match=message):
-                torch.ops.cudasteps.linear_act_linear_fp8(*call)
+                torch.ops.cudasteps.linear_act_linear_fp8(*call, input_amax=amax)
         meta = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in args]
         with pytest.raises(RuntimeError, match=message):
-            torch.ops.cudasteps.linear_act_linear_fp8(*meta)
+            meta_amax = None if amax is None else amax.to("meta")
+            torch.ops.cudasteps.linear_act_linear_fp8(*meta, input_amax=meta_amax)
     with pytest.raises(RuntimeError, match=r"scaled_mm_range: scale_a requires grad, but scaled_mm_range"):
         torch.ops.cudasteps.scaled_mm_range(a, b, ia.clone().requires_grad_(), ib)
     with pytest.raises(RuntimeError, match=r"act_cast_fp8: x requires grad, but act_cast_fp8 is not"):
@@ -311,3 +334,5 @@ def test_errors_and_opcheck(device):
     leaves = [t.clone().requires_grad_() for t in (x.float(), w1, b1, w2, b2)]
     mlp_op = torch.ops.cudasteps.linear_act_linear_fp8.default
     torch.library.opcheck(mlp_op, (*leaves, "gelu", torch.bfloat16), test_utils=utils)
+    amax = x.float().abs().max()
+    torch.library.opcheck(mlp_op, (*leaves, "silu"), {"input_amax": amax}, test_utils=utils)

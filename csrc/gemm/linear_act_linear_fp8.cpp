@@ -3,7 +3,10 @@
 // op and one autograd node whose hidden tensors never exist in 16 bits:
 //
 //   x8, w1_8, w2_8 = cast_fp8_dynamic(input, weight1, weight2)     (with their FP8 transposes
-//                                                                   where autograd records)
+//                                                                   where autograd records; the
+//                                                                   input's from input_amax where
+//                                                                   its producer took it, as
+//                                                                   linear_fp8's)
 //   z, z_range = scaled_mm_range(x8, w1_8^T, bias1)   z = input @ weight1^T + bias1 in out_dtype,
 //                                                     and its range, taken by the GEMM's epilogue
 //   h8, h8_t   = act_cast_fp8(z, z_range, act)        act(z) cast to e4m3 in one pass, its scale
@@ -50,8 +53,8 @@ using OptTensor = c10::optional<at::Tensor>;
 
 void check_args(const at::Tensor& input, const at::Tensor& weight1, const OptTensor& bias1,
                 const at::Tensor& weight2, const OptTensor& bias2, c10::string_view act,
-                c10::optional<at::ScalarType> out_dtype) {
-  check_linear_fp8_args(input, weight1, bias1, out_dtype, c10::nullopt, kOp);
+                c10::optional<at::ScalarType> out_dtype, const OptTensor& input_amax) {
+  check_linear_fp8_args(input, weight1, bias1, out_dtype, input_amax, kOp);
   check_defined(weight2, kOp, "weight2");
   check_dim(weight2, 2, kOp, "weight2");
   check_dtype(weight2, kOp, "weight2", {at::kFloat, at::kBFloat16, at::kHalf});
@@ -104,13 +107,15 @@ struct Forward {
 
 Forward mlp_forward(const at::Tensor& input, const at::Tensor& weight1, const OptTensor& bias1,
                     const at::Tensor& weight2, const OptTensor& bias2, c10::string_view act,
-                    c10::optional<at::ScalarType> out_dtype, bool keep) {
+                    c10::optional<at::ScalarType> out_dtype, const OptTensor& input_amax,
+                    bool keep) {
   static const auto act_cast = typed_op<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
       const at::Tensor&, const at::Tensor&, c10::string_view, at::ScalarType)>("act_cast_fp8");
   const at::ScalarType out_type = out_dtype.value_or(input.scalar_type());
   const c10::SymInt K = input.sym_size(-1);
   const at::Tensor x = input.reshape_symint({-1, K});
-  auto [x8, x8_t, inv_x, amax_x] = fp8::cast_fp8_dynamic_call(x, at::kFloat8_e4m3fn, keep);
+  auto [x8, x8_t, inv_x, amax_x] =
+      fp8::cast_fp8_dynamic_call(x, at::kFloat8_e4m3fn, keep, input_amax);
   auto [w1_8, w1_8_t, inv_w1, amax_w1] =
       fp8::cast_fp8_dynamic_call(weight1, at::kFloat8_e4m3fn, keep);
   auto [w2_8, w2_8_t, inv_w2, amax_w2] =
@@ -143,9 +148,10 @@ Forward mlp_forward(const at::Tensor& input, const at::Tensor& weight1, const Op
 at::Tensor linear_act_linear_fp8_kernel(const at::Tensor& input, const at::Tensor& weight1,
                                         const OptTensor& bias1, const at::Tensor& weight2,
                                         const OptTensor& bias2, c10::string_view act,
-                                        c10::optional<at::ScalarType> out_dtype) {
-  check_args(input, weight1, bias1, weight2, bias2, act, out_dtype);
-  return mlp_forward(input, weight1, bias1, weight2, bias2, act, out_dtype, false).out;
+                                        c10::optional<at::ScalarType> out_dtype,
+                                        const OptTensor& input_amax) {
+  check_args(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax);
+  return mlp_forward(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax, false).out;
 }
 
 using torch::autograd::AutogradContext;
@@ -160,10 +166,11 @@ class LinearActLinearFp8Function : public torch::autograd::Function<LinearActLin
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
                             const at::Tensor& weight1, const OptTensor& bias1,
                             const at::Tensor& weight2, const OptTensor& bias2,
-                            c10::string_view act, c10::optional<at::ScalarType> out_dtype) {
+                            c10::string_view act, c10::optional<at::ScalarType> out_dtype,
+                            const OptTensor& input_amax) {
     Forward f = [&] {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
-      return mlp_forward(input, weight1, bias1, weight2, bias2, act, out_dtype, true);
+      return mlp_forward(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax, true);
     }();
     ctx->set_materialize_grads(false);
     ctx->save_for_backward({f.x8_t, f.w1_8_t, f.w2_8_t, f.h8_t, f.z, f.inv_x, f.inv_w1, f.inv_w2,
@@ -184,7 +191,7 @@ class LinearActLinearFp8Function : public torch::autograd::Function<LinearActLin
             at::ScalarType, bool)>("act_grad_cast_fp8");
     static const auto sum = typed_op<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
                                                 c10::optional<at::ScalarType>)>("sum");
-    variable_list grads(7);
+    variable_list grads(8);
     const at::Tensor& grad = grad_outputs[0];
     if (!grad.defined()) return grads;
     const auto saved = ctx->get_saved_variables();
@@ -227,23 +234,27 @@ class LinearActLinearFp8Function : public torch::autograd::Function<LinearActLin
       }
       if (want_b1) grads[2] = grad_b1->to(at::ScalarType(bias1_dtype));
     }
-    return grads;  // (none for act and out_dtype)
+    return grads;  // (none for act, out_dtype and input_amax)
   }
 };
+
+using OpSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const OptTensor&,
+                               const at::Tensor&, const OptTensor&, c10::string_view,
+                               c10::optional<at::ScalarType>, const OptTensor&);
 
 at::Tensor linear_act_linear_fp8_autograd(const at::Tensor& input, const at::Tensor& weight1,
                                           const OptTensor& bias1, const at::Tensor& weight2,
                                           const OptTensor& bias2, c10::string_view act,
-                                          c10::optional<at::ScalarType> out_dtype) {
+                                          c10::optional<at::ScalarType> out_dtype,
+                                          const OptTensor& input_amax) {
   if (!needs_grad(input, weight1, weight2) && !needs_grad_opt(bias1) && !needs_grad_opt(bias2)) {
-    static const auto op = typed_op<at::Tensor(
-        const at::Tensor&, const at::Tensor&, const OptTensor&, const at::Tensor&,
-        const OptTensor&, c10::string_view, c10::optional<at::ScalarType>)>(kOp);
+    static const auto op = typed_op<OpSignature>(kOp);
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(input, weight1, bias1, weight2, bias2, act, out_dtype);
+    return op.call(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax);
   }
-  check_args(input, weight1, bias1, weight2, bias2, act, out_dtype);
-  return LinearActLinearFp8Function::apply(input, weight1, bias1, weight2, bias2, act, out_dtype);
+  check_args(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax);
+  return LinearActLinearFp8Function::apply(input, weight1, bias1, weight2, bias2, act, out_dtype,
+                                           input_amax);
 }
 
 // Autocast: nothing cast, the hidden tensor and the output in the autocast dtype unless the call
@@ -252,15 +263,15 @@ template <c10::DeviceType Device>
 at::Tensor linear_act_linear_fp8_autocast(const at::Tensor& input, const at::Tensor& weight1,
                                           const OptTensor& bias1, const at::Tensor& weight2,
                                           const OptTensor& bias2, c10::string_view act,
-                                          c10::optional<at::ScalarType> out_dtype) {
-  static const auto op = typed_op<at::Tensor(
-      const at::Tensor&, const at::Tensor&, const OptTensor&, const at::Tensor&, const OptTensor&,
-      c10::string_view, c10::optional<at::ScalarType>)>(kOp);
+                                          c10::optional<at::ScalarType> out_dtype,
+                                          const OptTensor& input_amax) {
+  static const auto op = typed_op<OpSignature>(kOp);
   constexpr auto key = Device == c10::DeviceType::CUDA ? c10::DispatchKey::AutocastCUDA
                                                        : c10::DispatchKey::AutocastCPU;
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(key);
   return op.call(input, weight1, bias1, weight2, bias2, act,
-                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device));
+                 out_dtype.has_value() ? *out_dtype : at::autocast::get_autocast_dtype(Device),
+                 input_amax);
 }
 
 }  // namespace

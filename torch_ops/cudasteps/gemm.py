@@ -433,6 +433,8 @@ def linear_act_linear_fp8(
     bias2: Optional[torch.Tensor] = None,
     act: str = "gelu",
     out_dtype: Optional[torch.dtype] = None,
+    *,
+    input_amax: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """An FP8 FFN block, ``linear_fp8(act(linear_fp8(input, weight1, bias1)), weight2, bias2)``
     (dynamic per-tensor scales, e4m3 forward, e5m2 gradients; ``out_dtype`` the hidden tensor's and
@@ -444,8 +446,12 @@ def linear_act_linear_fp8(
     ``bias1`` is added in the first product (one rounding, as ``F.linear`` adds it), and the hidden
     casts' scales are bounds of the amax (within 13% of it for the gradient), so the values differ
     from ``linear_act_fp8`` followed by ``linear_fp8`` within FP8 rounding. What
-    ``cudasteps.nn.MLP(..., fp8=True)`` runs for its last hidden layer and its output layer."""
-    return _ops.linear_act_linear_fp8(input, weight1, bias1, weight2, bias2, act, out_dtype)
+    ``cudasteps.nn.MLP(..., fp8=True)`` runs for its last hidden layer and its output layer.
+    ``input_amax``: the input's amax where its producer took it (:func:`linear_act_fp8`'s second
+    output), as :func:`linear_fp8` takes it: the input's cast reads it once."""
+    return _ops.linear_act_linear_fp8(
+        input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax=input_amax
+    )
 
 
 def run_scaled_mm_ladder(
@@ -799,9 +805,11 @@ def _linear_act_fp8_fake(input, weight, bias=None, act="gelu", out_dtype=None, *
 
 
 @torch.library.register_fake("cudasteps::linear_act_linear_fp8")
-def _linear_act_linear_fp8_fake(input, weight1, bias1, weight2, bias2=None, act="gelu", out_dtype=None):
+def _linear_act_linear_fp8_fake(
+    input, weight1, bias1, weight2, bias2=None, act="gelu", out_dtype=None, *, input_amax=None
+):
     op = "linear_act_linear_fp8"
-    _check_linear_fp8(input, weight1, bias1, out_dtype, op)
+    _check_linear_fp8(input, weight1, bias1, out_dtype, op, input_amax)
     _check_dim(weight2, 2, op, "weight2")
     _checks.check(
         weight2.dtype in (torch.float32, torch.bfloat16, torch.float16),

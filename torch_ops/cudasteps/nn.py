@@ -287,7 +287,7 @@ class MLP(nn.Module):
         if fused:
             block = hidden[-1]
             return torch.ops.cudasteps.linear_act_linear_fp8(
-                x, block[0].weight, block[0].bias, last.weight, last.bias, block.act
+                x, block[0].weight, block[0].bias, last.weight, last.bias, block.act, input_amax=amax
             )
         return last(x, input_amax=amax) if last.fp8 else last(x)
 
