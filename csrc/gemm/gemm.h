@@ -284,6 +284,17 @@ at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Ten
 
 // linear_fp8's and linear_act_fp8's arguments (the CPU and CUDA kernels, and the Autograd kernel
 // of linear_act_fp8, whose inner ops would name themselves in a message).
+// An FP8 linear's bias `arg` for `weight`: 1-D, one per output feature, float32 / bf16 / fp16, on
+// input's device (linear_fp8's bias, linear_act_linear_fp8's two).
+inline void check_fp8_bias(const at::Tensor& bias, const at::Tensor& weight,
+                           const at::Tensor& input, const char* op, const char* arg) {
+  check_dim(bias, 1, op, arg);
+  CUDASTEPS_CHECK(bias.sym_size(0) == weight.sym_size(0), op, arg, " must have shape [",
+                  weight.sym_size(0), "], got shape ", bias.sym_sizes());
+  check_dtype(bias, op, arg, {at::kFloat, at::kBFloat16, at::kHalf});
+  check_same_device(bias, input, op, arg, "input");
+}
+
 inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
                            const c10::optional<at::Tensor>& bias,
                            c10::optional<at::ScalarType> out_dtype,
@@ -300,13 +311,7 @@ inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& wei
   CUDASTEPS_CHECK(weight.sym_size(1) == input.sym_size(-1), op,
                   "weight.size(1) must equal input.size(-1) (", input.sym_size(-1), "), got ",
                   weight.sym_size(1));
-  if (bias.has_value() && bias->defined()) {
-    check_dim(*bias, 1, op, "bias");
-    CUDASTEPS_CHECK(bias->sym_size(0) == weight.sym_size(0), op, "bias must have shape [",
-                    weight.sym_size(0), "], got shape ", bias->sym_sizes());
-    check_dtype(*bias, op, "bias", {at::kFloat, at::kBFloat16, at::kHalf});
-    check_same_device(*bias, input, op, "bias", "input");
-  }
+  if (bias.has_value() && bias->defined()) check_fp8_bias(*bias, weight, input, op, "bias");
   if (out_dtype.has_value()) {
     const at::ScalarType o = *out_dtype;
     CUDASTEPS_CHECK(o == at::kFloat || o == at::kBFloat16 || o == at::kHalf, op,

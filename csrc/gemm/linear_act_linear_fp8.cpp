@@ -62,13 +62,7 @@ void check_args(const at::Tensor& input, const at::Tensor& weight1, const OptTen
   CUDASTEPS_CHECK(weight2.sym_size(1) == weight1.sym_size(0), kOp,
                   "weight2.size(1) must equal weight1.size(0) (", weight1.sym_size(0), "), got ",
                   weight2.sym_size(1));
-  if (bias2.has_value() && bias2->defined()) {
-    check_dim(*bias2, 1, kOp, "bias2");
-    CUDASTEPS_CHECK(bias2->sym_size(0) == weight2.sym_size(0), kOp, "bias2 must have shape [",
-                    weight2.sym_size(0), "], got shape ", bias2->sym_sizes());
-    check_dtype(*bias2, kOp, "bias2", {at::kFloat, at::kBFloat16, at::kHalf});
-    check_same_device(*bias2, input, kOp, "bias2", "input");
-  }
+  if (bias2.has_value() && bias2->defined()) check_fp8_bias(*bias2, weight2, input, kOp, "bias2");
   elementwise::parse_act(act, kOp);
 }
 

@@ -747,6 +747,22 @@ def _linear_act_linear_dtype_fake(input, weight1, bias1, weight2, bias2, act, dt
     return _linear_act_linear_fake(x, w1, bias1, w2, b2, act)
 
 
+def _check_fp8_bias(bias, weight, input, op, arg):
+    """An FP8 linear's bias `arg` for `weight`: 1-D, one per output feature, float, on input's device."""
+    _check_dim(bias, 1, op, arg)
+    _checks.check(
+        bias.shape[0] == weight.shape[0],
+        op,
+        f"{arg} must have shape [{weight.shape[0]}], got shape {list(bias.shape)}",
+    )
+    _checks.check(
+        bias.dtype in (torch.float32, torch.bfloat16, torch.float16),
+        op,
+        f"{arg} must be Float or BFloat16 or Half, got {_checks.dtype_name(bias.dtype)}",
+    )
+    _checks.same_device(bias, input, op, arg, "input")
+
+
 def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):
     _checks.check(
         input.dim() >= 1,
@@ -767,18 +783,7 @@ def _check_linear_fp8(input, weight, bias, out_dtype, op, input_amax=None):
         f"weight.size(1) must equal input.size(-1) ({input.shape[-1]}), got {weight.shape[1]}",
     )
     if bias is not None:
-        _check_dim(bias, 1, op, "bias")
-        _checks.check(
-            bias.shape[0] == weight.shape[0],
-            op,
-            f"bias must have shape [{weight.shape[0]}], got shape {list(bias.shape)}",
-        )
-        _checks.check(
-            bias.dtype in (torch.float32, torch.bfloat16, torch.float16),
-            op,
-            f"bias must be Float or BFloat16 or Half, got {_checks.dtype_name(bias.dtype)}",
-        )
-        _checks.same_device(bias, input, op, "bias", "input")
+        _check_fp8_bias(bias, weight, input, op, "bias")
     if out_dtype is not None:
         _checks.check(
             out_dtype in (torch.float32, torch.bfloat16, torch.float16),
@@ -823,18 +828,7 @@ def _linear_act_linear_fp8_fake(
         f"weight2.size(1) must equal weight1.size(0) ({weight1.shape[0]}), got {weight2.shape[1]}",
     )
     if bias2 is not None:
-        _check_dim(bias2, 1, op, "bias2")
-        _checks.check(
-            bias2.shape[0] == weight2.shape[0],
-            op,
-            f"bias2 must have shape [{weight2.shape[0]}], got shape {list(bias2.shape)}",
-        )
-        _checks.check(
-            bias2.dtype in (torch.float32, torch.bfloat16, torch.float16),
-            op,
-            f"bias2 must be Float or BFloat16 or Half, got {_checks.dtype_name(bias2.dtype)}",
-        )
-        _checks.same_device(bias2, input, op, "bias2", "input")
+        _check_fp8_bias(bias2, weight2, input, op, "bias2")
     _checks.check(act in _ACTIVATIONS, op, f"act must be one of {', '.join(_ACTIVATIONS)}, got '{act}'")
     return input.new_empty((*input.shape[:-1], weight2.shape[0]), dtype=out_dtype or input.dtype)
 
