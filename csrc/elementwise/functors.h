@@ -468,15 +468,17 @@ struct ActBounds<Act::kSilu> {
   static constexpr float kDerivMax = 1.1f;
 };
 
-// f(ActBounds<A>()) for the activation `act` known at run time (host code).
+// f(std::integral_constant<Act, A>()) for the activation `act` known only at run time: one
+// branch, each activation's code compiled once (its own template instantiation). Host and device
+// (the GEMM epilogues, the FP8 MLP's casts).
 template <typename F>
-decltype(auto) with_act_bounds(Act act, F&& f) {
+CUDASTEPS_HOST_DEVICE decltype(auto) with_act(Act act, F&& f) {
   switch (act) {
-    case Act::kRelu: return f(ActBounds<Act::kRelu>());
-    case Act::kGelu: return f(ActBounds<Act::kGelu>());
-    case Act::kGeluTanh: return f(ActBounds<Act::kGeluTanh>());
-    case Act::kSilu: return f(ActBounds<Act::kSilu>());
-    default: return f(ActBounds<Act::kNone>());
+    case Act::kRelu: return f(std::integral_constant<Act, Act::kRelu>());
+    case Act::kGelu: return f(std::integral_constant<Act, Act::kGelu>());
+    case Act::kGeluTanh: return f(std::integral_constant<Act, Act::kGeluTanh>());
+    case Act::kSilu: return f(std::integral_constant<Act, Act::kSilu>());
+    default: return f(std::integral_constant<Act, Act::kNone>());
   }
 }
 

@@ -99,17 +99,22 @@ elementwise::Act check_act_grad_cast_args(const at::Tensor& grad, const at::Tens
   return elementwise::parse_act(act, kGradOp);
 }
 
-// The bounds of the header, from tensors (the reference; the CUDA kernel's act_range_bound and
-// act_grad_range_bound compute the same, bit for bit): 0-dim float32 on the range's device.
-at::Tensor act_range_bound(const at::Tensor& range, c10::string_view act, at::ScalarType x_dtype) {
+// act(x) as bias_act writes it (no bias).
+at::Tensor activated(const at::Tensor& x, c10::string_view act) {
   static const auto bias_act =
       typed_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
           "bias_act");
+  return bias_act.call(x, c10::nullopt, act);
+}
+
+// The bounds of the header, from tensors (the reference; the CUDA kernel's act_range_bound and
+// act_grad_range_bound compute the same, bit for bit): 0-dim float32 on the range's device.
+at::Tensor act_range_bound(const at::Tensor& range, c10::string_view act, at::ScalarType x_dtype) {
   // The range's values are x's (or 0): exact in x's dtype.
-  const at::Tensor h = bias_act.call(range.to(x_dtype), c10::nullopt, act).to(at::kFloat).abs();
+  const at::Tensor h = activated(range.to(x_dtype), act).to(at::kFloat).abs();
   at::Tensor bound = h.max();
-  return elementwise::with_act_bounds(elementwise::parse_act(act, kActOp), [&](auto bounds) {
-    using B = decltype(bounds);
+  return elementwise::with_act(elementwise::parse_act(act, kActOp), [&](auto a) {
+    using B = elementwise::ActBounds<decltype(a)::value>;
     if constexpr (B::kLobe == 0.0f) {
       return bound;
     } else {
@@ -120,8 +125,9 @@ at::Tensor act_range_bound(const at::Tensor& range, c10::string_view act, at::Sc
 
 at::Tensor act_grad_range_bound(const at::Tensor& range, c10::string_view act,
                                 at::ScalarType x_dtype) {
-  const float deriv_max = elementwise::with_act_bounds(
-      elementwise::parse_act(act, kGradOp), [](auto bounds) { return decltype(bounds)::kDerivMax; });
+  const float deriv_max = elementwise::with_act(elementwise::parse_act(act, kGradOp), [](auto a) {
+    return elementwise::ActBounds<decltype(a)::value>::kDerivMax;
+  });
   // Rounded to x's dtype as the values are (monotone: none rounds above the rounded bound).
   return range.abs().max().mul(deriv_max).to(x_dtype).to(at::kFloat);
 }
@@ -129,10 +135,7 @@ at::Tensor act_grad_range_bound(const at::Tensor& range, c10::string_view act,
 // The steps of the header through the ops (CPU, and the CUDA fallback).
 ActCast act_cast_composite(const at::Tensor& x, const at::Tensor& x_range, c10::string_view act,
                            at::ScalarType dtype) {
-  static const auto bias_act =
-      typed_op<at::Tensor(const at::Tensor&, const c10::optional<at::Tensor>&, c10::string_view)>(
-          "bias_act");
-  const at::Tensor h = bias_act.call(x, c10::nullopt, act);
+  const at::Tensor h = activated(x, act);
   const at::Tensor scale = scale_from_amax(act_range_bound(x_range, act, x.scalar_type()), dtype);
   auto [out, out_t, amax] = cast_fp8_call(h, scale, dtype, true);
   (void)amax;
@@ -170,11 +173,6 @@ ActGradCast act_grad_cast_fp8_cpu(const at::Tensor& grad, const at::Tensor& grad
 }
 
 #ifdef CUDASTEPS_WITH_CUDA
-SrcType src_of(const at::Tensor& x) {
-  return x.scalar_type() == at::kHalf       ? SrcType::kHalf
-         : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
-                                            : SrcType::kFloat;
-}
 
 // Where the one-pass kernel takes these tensors: contiguous, non-empty, the wide form's shapes.
 bool kernel_fits(const at::Tensor& x) {
@@ -192,7 +190,7 @@ at::Tensor launch_one_pass(const at::Tensor& x, const at::Tensor* g, const at::T
   CastScale scale;
   scale.fmax = float(fp8_max(dtype));
   scale.scale_inv = scale_inv.data_ptr<float>();
-  launch_act_cast_fp8(src_of(x), act, x.const_data_ptr(), g ? g->const_data_ptr() : nullptr,
+  launch_act_cast_fp8(src_type(x), act, x.const_data_ptr(), g ? g->const_data_ptr() : nullptr,
                       range.const_data_ptr<float>(), rows, cols, scale,
                       static_cast<uint8_t*>(out.data_ptr()), static_cast<uint8_t*>(out_t.data_ptr()),
                       col_partials, at::cuda::getCurrentCUDAStream());

@@ -115,11 +115,6 @@ DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bo
 }
 
 #ifdef CUDASTEPS_WITH_CUDA
-SrcType src_type(const at::Tensor& x) {
-  return x.scalar_type() == at::kHalf       ? SrcType::kHalf
-         : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
-                                            : SrcType::kFloat;
-}
 
 // The CUDA kernel in kernel form `form` (kAuto for cast_fp8; a ladder step for ladder_cast_fp8,
 // whose vector forms must fit x).

@@ -13,6 +13,10 @@
 #include "common/checks.h"
 #include "common/typed_op.h"
 
+#ifdef CUDASTEPS_WITH_CUDA
+#include "fp8/launch.h"  // SrcType
+#endif
+
 namespace cudasteps {
 namespace fp8 {
 
@@ -53,6 +57,15 @@ inline void check_per_tensor(const at::Tensor& t, const at::Tensor& ref, const c
                   t.sizes());
   check_same_device(t, ref, op, arg, ref_arg);
 }
+
+#ifdef CUDASTEPS_WITH_CUDA
+// The kernels' name for x's type (float32, bf16 or fp16: the casts' checks allow no other).
+inline SrcType src_type(const at::Tensor& x) {
+  return x.scalar_type() == at::kHalf       ? SrcType::kHalf
+         : x.scalar_type() == at::kBFloat16 ? SrcType::kBFloat16
+                                            : SrcType::kFloat;
+}
+#endif
 
 // cast_fp8 through the dispatcher: (out, out_t, amax) (act_cast_fp8's composite steps).
 inline std::tuple<at::Tensor, c10::optional<at::Tensor>, at::Tensor> cast_fp8_call(

@@ -699,9 +699,8 @@ template <typename T>
 void launch_act_typed(elementwise::Act act, const void* x, const void* g, const float* range,
                       int64_t rows, int64_t cols, CastScale scale, uint8_t* out, uint8_t* out_t,
                       float* col_partials, cudaStream_t stream) {
-  using elementwise::Act;
-  auto run = [&](auto a) {
-    constexpr Act A = decltype(a)::value;
+  elementwise::with_act(act, [&](auto a) {
+    constexpr elementwise::Act A = decltype(a)::value;
     if (g == nullptr) {
       launch_wide<T, Fp8Kind::kE4M3>(ActValues<T, A>{static_cast<const T*>(x), range}, rows, cols,
                                      scale, out, out_t, nullptr, stream);
@@ -710,14 +709,7 @@ void launch_act_typed(elementwise::Act act, const void* x, const void* g, const 
           ActGradValues<T, A>{static_cast<const T*>(g), static_cast<const T*>(x), range}, rows,
           cols, scale, out, out_t, col_partials, stream);
     }
-  };
-  switch (act) {
-    case Act::kRelu: return run(std::integral_constant<Act, Act::kRelu>());
-    case Act::kGelu: return run(std::integral_constant<Act, Act::kGelu>());
-    case Act::kGeluTanh: return run(std::integral_constant<Act, Act::kGeluTanh>());
-    case Act::kSilu: return run(std::integral_constant<Act, Act::kSilu>());
-    default: return run(std::integral_constant<Act, Act::kNone>());
-  }
+  });
 }
 
 }  // namespace

@@ -82,19 +82,8 @@ struct Elem<TcType::kTF32> {
   static __device__ __forceinline__ type from_float(float v) { return v; }
 };
 
-// f(std::integral_constant<Act, A>()) for the activation `act` known only at run time: one
-// branch, each activation's code compiled once (its own template instantiation).
-template <typename F>
-__host__ __device__ __forceinline__ decltype(auto) with_act(elementwise::Act act, F&& f) {
-  using elementwise::Act;
-  switch (act) {
-    case Act::kRelu: return f(std::integral_constant<Act, Act::kRelu>());
-    case Act::kGelu: return f(std::integral_constant<Act, Act::kGelu>());
-    case Act::kGeluTanh: return f(std::integral_constant<Act, Act::kGeluTanh>());
-    case Act::kSilu: return f(std::integral_constant<Act, Act::kSilu>());
-    default: return f(std::integral_constant<Act, Act::kNone>());
-  }
-}
+// The activation known only at run time, dispatched once (elementwise/functors.h).
+using elementwise::with_act;
 
 // ---- epilogue: out[m, n] = alpha * acc + beta * addend[m, n], converted, bounds-checked ----
 template <TcType T>

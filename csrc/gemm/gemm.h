@@ -332,6 +332,17 @@ inline c10::optional<at::Tensor> fp8_act_bias(const c10::optional<at::Tensor>& b
   return bias->to(out_type);
 }
 
+// scaled_mm through the dispatcher (the FP8 linears' products).
+inline at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b,
+                                 const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                 const c10::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
+  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                             const at::Tensor&, const at::Tensor&,
+                                             const c10::optional<at::Tensor>&,
+                                             c10::optional<at::ScalarType>)>("scaled_mm");
+  return op.call(a, b, scale_a, scale_b, bias, out_dtype);
+}
+
 // bias_act_amax through the dispatcher: (act(x + bias), max |that|).
 inline std::tuple<at::Tensor, at::Tensor> bias_act_amax_call(const at::Tensor& x,
                                                              const c10::optional<at::Tensor>& bias,

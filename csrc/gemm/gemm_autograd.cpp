@@ -448,15 +448,6 @@ Fp8Parts linear_fp8_aux_call(const at::Tensor& input, const at::Tensor& weight,
   return op.call(input, weight, bias, out_dtype, input_amax);
 }
 
-at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                          const at::Tensor& scale_b, at::ScalarType out_dtype) {
-  static const auto op =
-      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                          const at::Tensor&, const OptTensor&,
-                          c10::optional<at::ScalarType>)>("scaled_mm");
-  return op.call(a, b, scale_a, scale_b, c10::nullopt, out_dtype);
-}
-
 // What an FP8 linear's forward keeps for its backward: the FP8 transposes x8_t [K, M] and
 // w8_t [K, N] and their dequantization scales (a quarter of a float32 input's bytes), and the
 // dtypes the gradients come back in (extra: what a caller keeps after them). Read by
@@ -493,10 +484,11 @@ std::pair<at::Tensor, at::Tensor> fp8_linear_grads(AutogradContext* ctx, const a
   if (ctx->needs_input_grad(0)) {
     std::vector<c10::SymInt> shape(grad.sym_sizes().begin(), grad.sym_sizes().end());
     shape.back() = K;
-    grad_input = scaled_mm_call(g8, w8_t.t(), inv_g, inv_w, input_dtype).view_symint(shape);
+    grad_input = gemm::scaled_mm_call(g8, w8_t.t(), inv_g, inv_w, c10::nullopt, input_dtype)
+                     .view_symint(shape);
   }
   if (ctx->needs_input_grad(1)) {
-    grad_weight = scaled_mm_call(*g8_t, x8_t.t(), inv_g, inv_x, weight_dtype);
+    grad_weight = gemm::scaled_mm_call(*g8_t, x8_t.t(), inv_g, inv_x, c10::nullopt, weight_dtype);
   }
   return {grad_input, grad_weight};
 }

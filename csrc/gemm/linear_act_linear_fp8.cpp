@@ -71,16 +71,6 @@ OptTensor bias_as(const OptTensor& bias, at::ScalarType type) {
   return bias->to(type);
 }
 
-at::Tensor scaled_mm_call(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                          const at::Tensor& scale_b, const OptTensor& bias,
-                          at::ScalarType out_dtype) {
-  static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                             const at::Tensor&, const at::Tensor&,
-                                             const OptTensor&, c10::optional<at::ScalarType>)>(
-      "scaled_mm");
-  return op.call(a, b, scale_a, scale_b, bias, out_dtype);
-}
-
 std::tuple<at::Tensor, at::Tensor> scaled_mm_range_call(const at::Tensor& a, const at::Tensor& b,
                                                         const at::Tensor& scale_a,
                                                         const at::Tensor& scale_b,

@@ -53,10 +53,6 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
                           const char* op) {
   check_linear_fp8_args(input, weight, bias, out_dtype, input_amax, op);
   const at::ScalarType out_type = out_dtype.value_or(input.scalar_type());
-  static const auto scaled_mm =
-      typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                          const at::Tensor&, const c10::optional<at::Tensor>&,
-                          c10::optional<at::ScalarType>)>("scaled_mm");
   const int64_t K = input.size(-1), N = weight.size(0);
   const at::Tensor x = input.reshape({-1, K});
   // Each operand with its dequantization scale 1 / scale (scaled_mm's, and the backward's).
@@ -70,7 +66,7 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
   c10::optional<at::Tensor> b;
   if (bias.has_value() && bias->defined()) b = bias->to(out_type);
-  at::Tensor out = scaled_mm.call(x8, w8.t(), inv_x, inv_w, b, out_type);
+  at::Tensor out = scaled_mm_call(x8, w8.t(), inv_x, inv_w, b, out_type);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;
   if (!transposes) return {out.view(shape), at::Tensor(), at::Tensor(), inv_x, inv_w};
