@@ -76,29 +76,43 @@ enum class StageMode { kPlain, kAddend, kEdge, kFused, kActGrad };
 // issued (ncu's stall samples sat on those conversions). Each load is predicated on a 32-bit
 // comparison with the columns left and addressed from one base pointer (the pair's offset an
 // immediate): clamping each column index in 64 bits took ten instructions per pair.
+// One pair of a bias row as loaded: a 32-bit word of two 16-bit values, or a float2.
+template <typename Src>
+using BiasPairRaw = std::conditional_t<sizeof(Src) == 4, float2, uint32_t>;
+
+template <typename Src, int kJs>
+__device__ __forceinline__ void load_bias_row_raw(const Src* row, int64_t N, int j_first,
+                                                  int64_t n0, BiasPairRaw<Src> (&raw)[kJs]) {
+  using Raw = BiasPairRaw<Src>;
+  const int64_t n_first = n0 + 8 * j_first + 2 * (threadIdx.x % 4);
+  // Columns of the row from n_first on, capped at the round's (<= 0: none).
+  const int left = int(N - n_first < 8 * kJs ? N - n_first : 8 * kJs);
+  const Raw* base = reinterpret_cast<const Raw*>(row + n_first);  // read only where inside
+#pragma unroll
+  for (int jr = 0; jr < kJs; ++jr) raw[jr] = 8 * jr < left ? __ldg(base + 4 * jr) : Raw{};
+}
+
+// beta times a loaded pair, in fp32.
+template <TcType T, typename Src>
+__device__ __forceinline__ float2 bias_pair_value(const Epilogue<T>& ep, BiasPairRaw<Src> raw) {
+  float2 v;
+  if constexpr (sizeof(Src) == 4) {
+    v = raw;
+  } else {
+    using Elem = tc::Elem<T>;
+    const auto* pair = reinterpret_cast<const typename Elem::type*>(&raw);
+    v = make_float2(Elem::to_float(pair[0]), Elem::to_float(pair[1]));
+  }
+  return make_float2(ep.beta * v.x, ep.beta * v.y);
+}
+
 template <TcType T, typename Src, int kJs>
 __device__ __forceinline__ void load_bias_row_pairs(const Epilogue<T>& ep, const Src* row,
                                                     int j_first, int64_t n0, float2 (&bias)[kJs]) {
-  using Raw = std::conditional_t<sizeof(Src) == 4, float2, uint32_t>;  // one pair
-  const int64_t n_first = n0 + 8 * j_first + 2 * (threadIdx.x % 4);
-  // Columns of the row from n_first on, capped at the round's (<= 0: none).
-  const int left = int(ep.N - n_first < 8 * kJs ? ep.N - n_first : 8 * kJs);
-  const Raw* base = reinterpret_cast<const Raw*>(row + n_first);  // read only where inside
-  Raw raw[kJs];
+  BiasPairRaw<Src> raw[kJs];
+  load_bias_row_raw<Src, kJs>(row, ep.N, j_first, n0, raw);
 #pragma unroll
-  for (int jr = 0; jr < kJs; ++jr) raw[jr] = 8 * jr < left ? __ldg(base + 4 * jr) : Raw{};
-#pragma unroll
-  for (int jr = 0; jr < kJs; ++jr) {
-    float2 v;  // zeros past N
-    if constexpr (sizeof(Src) == 4) {
-      v = raw[jr];
-    } else {
-      using Elem = tc::Elem<T>;
-      const auto* pair = reinterpret_cast<const typename Elem::type*>(&raw[jr]);
-      v = make_float2(Elem::to_float(pair[0]), Elem::to_float(pair[1]));
-    }
-    bias[jr] = make_float2(ep.beta * v.x, ep.beta * v.y);
-  }
+  for (int jr = 0; jr < kJs; ++jr) bias[jr] = bias_pair_value<T, Src>(ep, raw[jr]);
 }
 
 // The round's bias pairs (load_bias_row_pairs) from the bias row in whichever type it has, or
@@ -115,6 +129,43 @@ __device__ __forceinline__ void load_bias_pairs(const Epilogue<T>& ep, int j_fir
     for (int jr = 0; jr < kJs; ++jr) bias[jr] = make_float2(0.f, 0.f);
   }
 }
+
+// A tile's bias pairs read ahead: tc:fp8_ws loads them when its work unit starts, so that their
+// latency passes under the unit's main loop. Read in the epilogue instead, they stalled both
+// consumer warpgroups at once (they reach it together) with the tensor cores idle: the bias cost
+// the FP8 FFN's first product 27 us of its 247 (H100). Read ahead (H100, e4m3, bf16 out, against
+// torch._scaled_mm with the same bias, interleaved, two runs against one before): 4096^3 0.92x ->
+// 0.93-0.95x, 8192^3 0.86x -> 0.89-0.90x, 4096 x 4096 x 11008 0.88x -> 0.92-0.93x, 4096 x 11008 x
+// 4096 0.90x -> 0.91-0.92x, 8192 x 2048 x 8192 0.92x -> 0.93x, 8192 x 8192 x 2048 0.91x -> 0.90-0.92x
+// (no spills: the 16 registers fit beside the two sets of sums). A 16-bit bias row the fused stage
+// reads in pairs (Epilogue::addend_is_pair_row): one word per column pair of the tile, BN / 8
+// registers.
+template <TcType T, int BN>
+struct BiasAhead {
+  using Src = typename tc::Elem<T>::type;
+  uint32_t raw[BN / 8];
+  __device__ __forceinline__ void load(const Epilogue<T>& ep, int64_t n0) {
+    static_assert(sizeof(Src) == 2, "read ahead: 16-bit bias rows");
+    if (ep.addend_is_pair_row()) {
+      load_bias_row_raw<Src, BN / 8>(ep.addend, ep.N, 0, n0, raw);
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) raw[j] = 0u;
+    }
+  }
+  // Column blocks kJ0 .. kJ0 + kJs - 1 (a round's), as load_bias_pairs gives them.
+  template <int kJ0, int kJs>
+  __device__ __forceinline__ void pairs(const Epilogue<T>& ep, float2 (&bias)[kJs]) const {
+#pragma unroll
+    for (int jr = 0; jr < kJs; ++jr) bias[jr] = bias_pair_value<T, Src>(ep, raw[kJ0 + jr]);
+  }
+};
+
+// BiasAhead where kOn, else nothing (a kernel's instances without it keep no registers for it).
+template <bool kOn, TcType T, int BN>
+struct BiasAheadIf : BiasAhead<T, BN> {};
+template <TcType T, int BN>
+struct BiasAheadIf<false, T, BN> {};
 
 // Outputs (m, n) and (m, n + 1) of accumulator pair (j, h) of this thread (the layout above), in
 // the modes other than kFused.
@@ -312,14 +363,19 @@ __device__ __forceinline__ void stage_round(const Epilogue<T>& ep, const float (
 template <TcType T, int BN, int kRound, Act A, bool kAux, bool kRange>
 __device__ __forceinline__ void stage_round_fused(const Epilogue<T>& ep, const float (&d)[BN / 2],
                                                   int64_t m0, int64_t n0, uint8_t* staging,
-                                                  OutRange<T>& range) {
+                                                  OutRange<T>& range,
+                                                  const BiasAhead<T, BN>* ahead) {
   static_assert(T != TcType::kTF32, "linear_act's fused stage is built for 16-bit outputs");
   using E = typename tc::Elem<T>::type;
   constexpr int kRoundCols = store_round_cols<T, BN>();
   constexpr int kJ0 = kRound * kRoundCols / 8, kJs = kRoundCols / 8;  // this round's column blocks
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   float2 bias[kJs];
-  load_bias_pairs<T, kJs>(ep, kJ0, n0, bias);
+  if (ahead != nullptr) {
+    ahead->template pairs<kJ0, kJs>(ep, bias);
+  } else {
+    load_bias_pairs<T, kJs>(ep, kJ0, n0, bias);
+  }
   // aux: this thread's rows m, m + 8 and its columns n + 8 jr (jr < kJs) of the round.
   const int64_t m = m0 + warp * 16 + lane / 4, n = n0 + 8 * kJ0 + 2 * (lane % 4);
   E* const aux = kAux && ep.aux != nullptr ? ep.aux + m * ep.ldo + n : nullptr;
@@ -454,7 +510,8 @@ template <TcType T, int BN, StageMode kMode, Act A = Act::kNone, bool kAux = fal
 __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CUtensorMap* map_out,
                                                  const float (&d)[BN / 2], int64_t m0, int64_t n0,
                                                  uint8_t* staging, int bar_id,
-                                                 OutRange<T>& range) {
+                                                 OutRange<T>& range,
+                                                 const BiasAhead<T, BN>* ahead = nullptr) {
   using E = typename tc::Elem<T>::type;
   constexpr int kBoxCols = 128 / int(sizeof(E));
   constexpr int kRoundCols = store_round_cols<T, BN>();
@@ -465,7 +522,7 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
   if (t == 0) bulk_wait_read();
   warpgroup_barrier(bar_id);
   if constexpr (kMode == StageMode::kFused) {
-    stage_round_fused<T, BN, kRound, A, kAux, kRange>(ep, d, m0, n0, staging, range);
+    stage_round_fused<T, BN, kRound, A, kAux, kRange>(ep, d, m0, n0, staging, range, ahead);
   } else if constexpr (kMode == StageMode::kActGrad) {
     stage_round_act_grad<T, BN, kRound, A>(ep, d, m0, n0, staging);
   } else {
@@ -488,7 +545,7 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
   }
   if constexpr ((kRound + 1) * kRoundCols < BN) {
     store_rounds_tma<T, BN, kMode, A, kAux, kRange, kRound + 1>(ep, map_out, d, m0, n0, staging,
-                                                                bar_id, range);
+                                                                bar_id, range, ahead);
   }
 }
 
@@ -504,7 +561,8 @@ __device__ __forceinline__ void store_rounds_tma(const Epilogue<T>& ep, const CU
 // kActGradBuilt: the kernel also takes mm_bias_act_backward's stage (tc:ws_persistent's for
 // 16-bit operands, A row-major and B row-major: grad @ weight), one build per activation.
 // kBiasPairs (the FP8 kernel, whose operand and output types differ, so not kFusable): the fused
-// stage built for act none without aux alone, for a bias row read in pairs (scaled_mm's bias).
+// stage built for act none without aux alone, for a bias row read in pairs (scaled_mm's bias);
+// `ahead`, where given, holds that row's pairs for this tile, read when its unit began (BiasAhead).
 // kRange: every value stored also goes into `range` (scaled_mm_range; the FP8 kernel's modes other
 // than kActGrad).
 template <TcType T, int BN, bool kFusable = false, bool kNoAuxActs = false,
@@ -513,7 +571,8 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
                                                        const CUtensorMap* map_out,
                                                        const float (&d)[BN / 2], int64_t m0,
                                                        int64_t n0, uint8_t* staging, int bar_id,
-                                                       OutRange<T>* range_in = nullptr) {
+                                                       OutRange<T>* range_in = nullptr,
+                                                       const BiasAhead<T, BN>* ahead = nullptr) {
   static_assert(!kRange || (!kFusable && !kActGradBuilt), "the range: the FP8 kernel's modes");
   OutRange<T> unused;
   OutRange<T>& range = kRange ? *range_in : unused;
@@ -543,7 +602,7 @@ __device__ __forceinline__ void store_accumulators_tma(const Epilogue<T>& ep,
   if constexpr (kBiasPairs) {
     if (ep.addend_is_pair_row()) {
       return store_rounds_tma<T, BN, StageMode::kFused, Act::kNone, false, kRange>(
-          ep, map_out, d, m0, n0, staging, bar_id, range);
+          ep, map_out, d, m0, n0, staging, bar_id, range, ahead);
     }
   }
   if (m0 + 64 > ep.M || n0 + BN > ep.N) {

@@ -146,8 +146,9 @@ __global__ void __launch_bounds__(256, 1)
 // 4096^3 / 8192^3): one set, waited for before each promotion, 1058 / 1031; promoting every 4
 // k-tiles instead, 1228 / 1135 but up to 1.17x torch's error; the two sets, 1256 / 1168 with
 // torch's error. The ladder's kernels do not take FP8 (not built for it). Its staged stores read a
-// bias row in pairs (the fused stage's act-none form: kAddend's load per value cost linear 8%) and,
-// for scaled_mm_range, keep the range of the values they store (OutRange, flush_range).
+// bias row in pairs (the fused stage's act-none form: kAddend's load per value cost linear 8%),
+// loaded when the tile's unit starts (BiasAhead), and, for scaled_mm_range, keep the range of the
+// values they store (OutRange, flush_range).
 //
 // BM 192 (tc:ws_persistent's tall tiles, one CTA per cluster, 16-bit operands, 128 columns): three
 // consumer warpgroups of 64 rows each (512 threads), for outputs whose 192 x 128 tiles fill a wave
@@ -237,6 +238,11 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
       const int kb = u.kb, ke = u.ke;
       zero(d);
+      // FP8 with a 16-bit output: the tile's bias pairs (where there is a bias row), read now for
+      // the epilogue, so their latency passes under the main loop (BiasAhead).
+      constexpr bool kBiasPairs = kFp8 && TOut != TcType::kTF32;
+      BiasAheadIf<kBiasPairs, TOut, BN> bias_ahead;
+      if constexpr (kBiasPairs) bias_ahead.load(ep, int64_t(tn) * BN);
       if constexpr (kFp8) {
         // Two sets of k-tile sums, alternately: k-tile i + 1's wgmmas run while k-tile i's sums
         // are promoted, so the tensor cores never wait for a promotion.
@@ -359,14 +365,16 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
             Ctas == 1 && AK && BKm && T == TOut && T != TcType::kTF32 && BN != 64 && BM == 128;
         uint8_t* my_staging = staging + cwg * Cfg::kStoreBytesPerConsumer;
         if constexpr (kFp8) {
-          // A bias row read in pairs (kBiasPairs: 16-bit outputs), and scaled_mm_range's range.
-          constexpr bool kPairs = TOut != TcType::kTF32;
+          // A bias row read in pairs (kBiasPairs: 16-bit outputs), read ahead, and
+          // scaled_mm_range's range.
+          const BiasAhead<TOut, BN>* ahead = nullptr;
+          if constexpr (kBiasPairs) ahead = &bias_ahead;
           if (ep.range_bits != nullptr) {
-            store_accumulators_tma<TOut, BN, false, false, false, kPairs, true>(
-                ep, &map_out, d, m0, n0, my_staging, 1 + cwg, &range);
+            store_accumulators_tma<TOut, BN, false, false, false, kBiasPairs, true>(
+                ep, &map_out, d, m0, n0, my_staging, 1 + cwg, &range, ahead);
           } else {
-            store_accumulators_tma<TOut, BN, false, false, false, kPairs>(ep, &map_out, d, m0, n0,
-                                                                          my_staging, 1 + cwg);
+            store_accumulators_tma<TOut, BN, false, false, false, kBiasPairs>(
+                ep, &map_out, d, m0, n0, my_staging, 1 + cwg, nullptr, ahead);
           }
         } else {
           store_accumulators_tma<TOut, BN, kFusable, false, kActGradBuilt>(ep, &map_out, d, m0, n0,
