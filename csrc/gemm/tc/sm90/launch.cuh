@@ -368,6 +368,18 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 //     4096^3, 8192^3, 4096 x 11008 x 4096; 2048 x 8192 x 8192 float32 out 0.86x -> 0.78x with a lag
 //     of 3 in one run). A lag above the ring's depth deadlocks (warpgroup 0 waits for a stage only
 //     warpgroup 1 can release).
+//   * one set of k-tile sums, waited for in full before each promotion (as cuBLAS's loop does),
+//     with and without consumer warpgroup 1 held back (a named barrier) until warpgroup 0 had
+//     issued its first k-tile, so that their k-tiles would alternate on the tensor cores if these
+//     ran them in issue order (2026-11-27, e4m3, bf16 out, the six report shapes, one run each):
+//     0.66-0.78x torch with the offset, 0.72-0.76x without, against 0.87-0.93x for the two sets.
+//     The offset changed nothing: the tensor cores do not keep the two warpgroups' k-tiles apart,
+//     and the 64 registers one set frees (room for 144- or 192-wide tiles) cost a fifth of the
+//     rate at 128 columns.
+//   * each unit's first k-tile summed straight into the accumulators (no zeroing, no first
+//     promotion) with the unit's set-up (raster coordinates, the next unit) moved under its first
+//     wgmmas (2026-11-27, two runs against two of the kept kernel): the same within noise on five
+//     shapes, 8192^3 0.84-0.85x against 0.88x. Not kept.
 //   * the FP8 FFN step's products alone (2026-11-26, torch._scaled_mm without fast accumulation,
 //     same operand types and output dtypes): 0.90-0.95x, float32 outputs (the weight gradients,
 //     a float32 input's gradient) 0.90-0.91x against 0.93-0.95x for bf16. torchao's float8
