@@ -491,9 +491,11 @@ def run_tensor_cores(bench):
         _mm(bench, m, 4096, 4096, pair + sweep, torch.bfloat16, label="linear", tb=True)
     from cudasteps import gemm as G
 
+    tf32_errors = []
     with _tf32():
         for m, n, k in squares + [(4097, 4095, 4099)]:
             _mm(bench, m, n, k, pair, F32, label="TF32")
+            tf32_errors.append(_tf32_error_row(bench, m, n, k, pair))
         if hopper:
             # TF32 NN: tc:ws_persistent reads B only after it is transposed (TF32 wgmma reads
             # shared memory K-major), tc:ws_tf32_rs loads it in place into registers.
@@ -518,8 +520,22 @@ def run_tensor_cores(bench):
         "tensor-core ladder: mma.sync, + ldmatrix/cp.async pipeline, Hopper wgmma, + TMA, + warp "
         "specialization and persistent tiles, + 2-CTA clusters sharing the B tile by TMA multicast "
         "(not faster on an H100, so not chosen), a tile per consumer warpgroup taking turns (ping-pong; "
-        "not consistently faster either); `tc:final` is the dispatcher's choice.",
+        "not consistently faster either); `tc:final` is the dispatcher's choice.\n\n"
+        "TF32 error: the largest |out - ref| over max |ref|, ref the float64 product of the same "
+        "float32 operands (the rows' first input set). TF32 keeps 10 of float32's 23 mantissa bits; "
+        "both sides round each operand to nearest (truncating, as the tensor cores do on their own, "
+        "biases every product toward zero and roughly triples the error at these K).\n\n"
+        "| case | torch | cudasteps |\n|---|---|---|\n" + "\n".join(tf32_errors),
     )
+
+
+def _tf32_error_row(bench, m, n, k, pair) -> str:
+    """A markdown row: each impl's TF32 error on the case's first input set (TF32 on)."""
+    a, b = _mm_inputs(m, n, k, bench.device)(0)
+    ref = torch.mm(a.double(), b.double())
+    scale = ref.abs().max().item()
+    errs = {impl: (fn(a, b).double() - ref).abs().max().item() / scale for impl, fn in pair}
+    return f"| {_case(m, n, k, F32, 'TF32')} | {errs['torch']:.2e} | {errs['cudasteps']:.2e} |"
 
 
 def run(bench):

@@ -555,6 +555,37 @@ def test_tf32_layouts_and_views(ta, tb):
         assert rel_err(cudasteps.mm(a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
 
 
+@requires_cuda
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_tf32_rounds_operands_to_nearest(ta, tb):
+    """TF32 operands are rounded to nearest, as cuBLAS's are, not truncated, as the tensor cores
+    would on their own: 1 + 3 * 2^-12 rounds to 1 + 2^-10 but truncates to 1, so a row of it times
+    ones sums to K (1 + 2^-10) exactly (every partial sum is exact in fp32) only if it was rounded.
+    Shapes: a tiny one, tiles with edges, and a small output with a long K (split-K)."""
+    with tf32_mode(True):
+        for m, n, k in [(16, 8, 512), (300, 260, 2048), (128, 128, 8192)]:
+            a = layout(torch.full((m, k), 1 + 3 * 2.0**-12, device="cuda"), ta)
+            b = layout(torch.ones((k, n), device="cuda"), tb)
+            out = cudasteps.mm(a, b)
+            assert torch.equal(out, torch.full_like(out, k * (1 + 2.0**-10))), ((m, n, k), out[0, 0].item())
+
+
+@requires_cuda
+@pytest.mark.parametrize("ta", [False, True], ids=["aN", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["bN", "bT"])
+def test_tf32_error_no_worse_than_torch(ta, tb):
+    """On random data the TF32 product's error against float64 (relative, in norm) is torch's: both
+    round the operands to nearest (truncated operands gave about three times torch's)."""
+    with tf32_mode(True):
+        for i, (m, n, k) in enumerate([(2048, 2048, 2048), (1000, 1100, 1200)]):
+            a = layout(make_tensor((m, k), device="cuda", seed=10 + i), ta)
+            b = layout(make_tensor((k, n), device="cuda", seed=20 + i), tb)
+            ref = ref_mm(a, b)
+            ours, theirs = rel_err(cudasteps.mm(a, b), ref), rel_err(torch.mm(a, b), ref)
+            assert ours <= 1.1 * theirs, ((m, n, k), ours, theirs)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("amp_dtype", HALF_DTYPES)
 def test_autocast(device, amp_dtype):

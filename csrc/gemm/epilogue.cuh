@@ -73,8 +73,9 @@ struct Elem<TcType::kFP16> {
   }
 };
 
-// TF32: float storage; the tensor cores read the upper 19 bits (the kernels round with
-// cvt.rna.tf32.f32 where they stage operands through registers).
+// TF32: float storage; the tensor cores read the upper 19 bits. The operands are rounded to TF32
+// to nearest first: by the TMA loads of the Hopper kernels (TFLOAT32 tensor maps), with
+// cvt.rna.tf32.f32 where the sm80 kernels stage operands through registers.
 template <>
 struct Elem<TcType::kTF32> {
   using type = float;

@@ -380,6 +380,14 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 //     promotion) with the unit's set-up (raster coordinates, the next unit) moved under its first
 //     wgmmas (2026-11-27, two runs against two of the kept kernel): the same within noise on five
 //     shapes, 8192^3 0.84-0.85x against 0.88x. Not kept.
+//   * each consumer warpgroup its own copy of the loop, its 64-row slice a compile-time constant
+//     (2026-11-27), so that ptxas could keep the wgmma descriptors in uniform registers: it still
+//     builds them in regular ones and moves each into uniform registers (108 R2UR per copy against
+//     121 in the shared loop; both rebuild the descriptors' constant high word for every wgmma),
+//     the FP8 units took three times as long to compile, and no shape ran faster (8192^3 0.85x
+//     against 0.90x). ncu (H100, 4096^3, per issued instruction): our warps stall on dispatch
+//     0.93 cycles and on the warpgroup's wgmma (gmma) 0.55, cuBLAS's 0.40 and 0.10, on 17% fewer
+//     instructions; L2 throughput 65% of its peak (cuBLAS 57%), so not the bound.
 //   * the FP8 FFN step's products alone (2026-11-26, torch._scaled_mm without fast accumulation,
 //     same operand types and output dtypes): 0.90-0.95x, float32 outputs (the weight gradients,
 //     a float32 input's gradient) 0.90-0.91x against 0.93-0.95x for bf16. torchao's float8

@@ -45,6 +45,16 @@ CUtensorMapDataType tma_data_type(TcType type) {
   }
 }
 
+// An operand's TMA element type. float32 operands (TF32 products) load as TFLOAT32: the TMA rounds
+// each value to TF32 to nearest on its way into shared memory. wgmma itself truncates a float32
+// operand to TF32 (it ignores the low 13 bits), a bias toward zero that grows with K; loaded as
+// float32, our TF32 products had 2.8x torch's error (cuBLAS rounds), and a rounding pass of our
+// own would cost a read and a write of every operand. (The output map stays float32: a store
+// must not round.)
+CUtensorMapDataType tma_operand_type(TcType type) {
+  return type == TcType::kTF32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : tma_data_type(type);
+}
+
 }  // namespace
 
 // An operand as a 2-D tensor map whose box is what tma_tile loads: K-major (rows x K, element
@@ -54,7 +64,7 @@ CUtensorMap operand_tensor_map(const void* base, bool k_major, int64_t rows, int
                                TcType type, int box_rows) {
   const int eb = tc_elem_bytes(type);
   const int bk = 128 / eb;
-  const CUtensorMapDataType dtype = tma_data_type(type);
+  const CUtensorMapDataType dtype = tma_operand_type(type);
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(k_major ? K : rows), cuuint64_t(k_major ? rows : K)};
   const cuuint64_t strides[1] = {cuuint64_t(ld) * eb};
