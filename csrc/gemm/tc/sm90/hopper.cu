@@ -238,7 +238,10 @@ void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream) { launch_rs(p
 // that operand through registers instead of having it transposed first. On an H100 (fresh inputs
 // per call, two rounds) 4096^3 NN took 0.424-0.443 ms against 0.460-0.466 ms for the transpose
 // and tc:ws_persistent, 8192^3 3.26-3.30 ms against 3.37 ms. (The dispatcher only sends it
-// products that need no split-K: tc_hopper_tf32_rs_wanted.)
+// products that need no split-K: tc_hopper_tf32_rs_wanted.) Two later runs of the report's TF32
+// ladder rows (2026-11-27, H100, 4096^3 NN, interleaved) found the opposite order: the transpose
+// and tc:ws_persistent 0.436 and 0.405 ms, tc:ws_tf32_rs 0.486 and 0.447, tc:final 0.473 and
+// 0.463; to remeasure, 8192^3 too, before changing the rule.
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
   if (p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor) {
     launch_rs(p, stream);
