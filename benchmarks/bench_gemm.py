@@ -340,12 +340,16 @@ def run_scaled_mm(bench):
     shapes = SCALED_MM_SHAPES[:1] + SCALED_MM_SHAPES[-1:] if bench.quick else SCALED_MM_SHAPES
     for m, n, k in shapes:
 
-        def make(seed, m=m, n=n, k=k):
+        def make_fp8(seed, m=m, n=n, k=k):
             g = torch.Generator(device=bench.device).manual_seed(seed)
             a = torch.randn(m, k, generator=g, device=bench.device).to(torch.float8_e4m3fn)
             b = torch.randn(n, k, generator=g, device=bench.device).to(torch.float8_e4m3fn).t()
             one = torch.ones((), device=bench.device)
-            return (a, b, one, one, a.bfloat16(), b.bfloat16())
+            return (a, b, one, one, g)
+
+        def make(seed, make_fp8=make_fp8):
+            a, b, sa, sb, _ = make_fp8(seed)
+            return (a, b, sa, sb, a.bfloat16(), b.bfloat16())
 
         impls = [("torch.mm bf16", lambda a, b, sa, sb, a16, b16: torch.mm(a16, b16))]
         if fp8_gpu and k % 16 == 0 and n % 16 == 0:
@@ -373,11 +377,40 @@ def run_scaled_mm(bench):
                 ms=ms,
                 flops=2 * m * n * k,
             )
+        if fp8_gpu and k % 16 == 0 and n % 16 == 0:
+            # With a bias row (bf16, what a linear layer adds), both sides in their epilogues.
+            with_bias = [
+                (
+                    "torch",
+                    lambda a, b, sa, sb, bias: torch._scaled_mm(
+                        a, b, sa, sb, bias=bias, out_dtype=torch.bfloat16
+                    ),
+                ),
+                ("cudasteps", lambda a, b, sa, sb, bias: cudasteps.scaled_mm(a, b, sa, sb, bias=bias)),
+            ]
+
+            def make_with_bias(seed, make_fp8=make_fp8, n=n):
+                a, b, sa, sb, g = make_fp8(seed)
+                return (a, b, sa, sb, torch.randn(n, generator=g, device=bench.device).bfloat16())
+
+            inputs = bench.rotation(make_with_bias, m * k + k * n + 2 * n)  # what both sides read
+            for impl, ms in bench.time_many(with_bias, inputs).items():
+                bench.record(
+                    op="scaled_mm",
+                    case=f"{m}x{n}x{k} e4m3 per-tensor, bf16 out, bias",
+                    impl=impl,
+                    dtype=torch.float8_e4m3fn,
+                    shape=[m, n, k],
+                    ms=ms,
+                    flops=2 * m * n * k,
+                )
     bench.section(
         "scaled_mm (FP8)",
         "`cudasteps.scaled_mm(a, b, scale_a, scale_b)` (e4m3 operands, per-tensor scales, bf16 "
         "output) against `torch._scaled_mm` (cuBLASLt's FP8 GEMM; absent where it refuses the "
-        "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16. cudasteps' "
+        "shape: K not a multiple of 16) and `torch.mm` on the same values in bf16; `, bias` rows add "
+        "a bf16 bias row on both sides, in their epilogues (ours read when a tile's work begins). "
+        "cudasteps' "
         "kernel on Hopper is tc:fp8_ws (FP8 wgmmas, TMA, warp specialization, 128 x 128 tiles, "
         "each k-tile's sums promoted into fp32 registers, two sets alternating; its outputs equal "
         "torch._scaled_mm's). `ladder:` rows are `cudasteps.gemm.run_scaled_mm_ladder`: "
