@@ -366,17 +366,7 @@ def run_scaled_mm(bench):
                 return G.run_scaled_mm_ladder(v, a, b, sa, sb)
 
             impls.append((f"ladder:{v}", step))
-        inputs = bench.rotation(make, 3 * (m * k + k * n))
-        for impl, ms in bench.time_many(impls, inputs).items():
-            bench.record(
-                op="scaled_mm",
-                case=f"{m}x{n}x{k} e4m3 per-tensor, bf16 out",
-                impl=impl,
-                dtype=torch.float8_e4m3fn,
-                shape=[m, n, k],
-                ms=ms,
-                flops=2 * m * n * k,
-            )
+        cases = [("", impls, bench.rotation(make, 3 * (m * k + k * n)))]
         if fp8_gpu and k % 16 == 0 and n % 16 == 0:
             # With a bias row (bf16, what a linear layer adds), both sides in their epilogues.
             with_bias = [
@@ -393,11 +383,13 @@ def run_scaled_mm(bench):
                 a, b, sa, sb, g = make_fp8(seed)
                 return (a, b, sa, sb, torch.randn(n, generator=g, device=bench.device).bfloat16())
 
-            inputs = bench.rotation(make_with_bias, m * k + k * n + 2 * n)  # what both sides read
-            for impl, ms in bench.time_many(with_bias, inputs).items():
+            # (Operands rotated by what both sides read.)
+            cases.append((", bias", with_bias, bench.rotation(make_with_bias, m * k + k * n + 2 * n)))
+        for suffix, case_impls, inputs in cases:
+            for impl, ms in bench.time_many(case_impls, inputs).items():
                 bench.record(
                     op="scaled_mm",
-                    case=f"{m}x{n}x{k} e4m3 per-tensor, bf16 out, bias",
+                    case=f"{m}x{n}x{k} e4m3 per-tensor, bf16 out{suffix}",
                     impl=impl,
                     dtype=torch.float8_e4m3fn,
                     shape=[m, n, k],

@@ -282,8 +282,6 @@ at::Tensor linear_act_linear_dtype_kernel(const at::Tensor& input, const at::Ten
 
 // ---- the FP8 linears' shared pieces (linear_fp8.cpp, gemm_autograd.cpp) ----
 
-// linear_fp8's and linear_act_fp8's arguments (the CPU and CUDA kernels, and the Autograd kernel
-// of linear_act_fp8, whose inner ops would name themselves in a message).
 // An FP8 linear's bias `arg` for `weight`: 1-D, one per output feature, float32 / bf16 / fp16, on
 // input's device (linear_fp8's bias, linear_act_linear_fp8's two).
 inline void check_fp8_bias(const at::Tensor& bias, const at::Tensor& weight,
@@ -295,6 +293,8 @@ inline void check_fp8_bias(const at::Tensor& bias, const at::Tensor& weight,
   check_same_device(bias, input, op, arg, "input");
 }
 
+// linear_fp8's and linear_act_fp8's arguments (the CPU and CUDA kernels, and the Autograd kernel
+// of linear_act_fp8, whose inner ops would name themselves in a message).
 inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& weight,
                            const c10::optional<at::Tensor>& bias,
                            c10::optional<at::ScalarType> out_dtype,
@@ -329,6 +329,14 @@ inline c10::optional<at::Tensor> fp8_act_bias(const c10::optional<at::Tensor>& b
                                               at::ScalarType out_type) {
   if (!bias.has_value() || !bias->defined()) return c10::nullopt;
   if (bias->scalar_type() == at::kFloat) return bias;
+  return bias->to(out_type);
+}
+
+// An FP8 linear's bias in its output's dtype, as F.linear under autocast casts it: what scaled_mm's
+// FP8 epilogue adds (linear_fp8.cpp says what a float32 bias cost); none where there is none.
+inline c10::optional<at::Tensor> fp8_out_bias(const c10::optional<at::Tensor>& bias,
+                                              at::ScalarType out_type) {
+  if (!bias.has_value() || !bias->defined()) return c10::nullopt;
   return bias->to(out_type);
 }
 

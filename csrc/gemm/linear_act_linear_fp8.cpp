@@ -66,11 +66,6 @@ void check_args(const at::Tensor& input, const at::Tensor& weight1, const OptTen
   elementwise::parse_act(act, kOp);
 }
 
-OptTensor bias_as(const OptTensor& bias, at::ScalarType type) {
-  if (!bias.has_value() || !bias->defined()) return c10::nullopt;
-  return bias->to(type);
-}
-
 std::tuple<at::Tensor, at::Tensor> scaled_mm_range_call(const at::Tensor& a, const at::Tensor& b,
                                                         const at::Tensor& scale_a,
                                                         const at::Tensor& scale_b,
@@ -106,10 +101,10 @@ Forward mlp_forward(const at::Tensor& input, const at::Tensor& weight1, const Op
       fp8::cast_fp8_dynamic_call(weight2, at::kFloat8_e4m3fn, keep);
   (void)amax_x, (void)amax_w1, (void)amax_w2;
   auto [z, z_range] =
-      scaled_mm_range_call(x8, w1_8.t(), inv_x, inv_w1, bias_as(bias1, out_type), out_type);
+      scaled_mm_range_call(x8, w1_8.t(), inv_x, inv_w1, fp8_out_bias(bias1, out_type), out_type);
   auto [h8, h8_t, inv_h] = act_cast.call(z, z_range, act, at::kFloat8_e4m3fn);
   const at::Tensor y =
-      scaled_mm_call(h8, w2_8.t(), inv_h, inv_w2, bias_as(bias2, out_type), out_type);
+      scaled_mm_call(h8, w2_8.t(), inv_h, inv_w2, fp8_out_bias(bias2, out_type), out_type);
   std::vector<c10::SymInt> shape(input.sym_sizes().begin(), input.sym_sizes().end());
   shape.back() = weight2.sym_size(0);
   Forward f;

@@ -64,9 +64,8 @@ Fp8Parts linear_fp8_parts(const at::Tensor& input, const at::Tensor& weight,
   // adds a bias of the output's type in its epilogue, where a float32 bias under a bf16 output
   // costs a float32 product and four more passes over it (the FP8 FFN step of the benchmark,
   // 8192 x 2048 -> 8192, took 4.63 ms on an H100 that way, against torch's bf16 3.14 ms).
-  c10::optional<at::Tensor> b;
-  if (bias.has_value() && bias->defined()) b = bias->to(out_type);
-  at::Tensor out = scaled_mm_call(x8, w8.t(), inv_x, inv_w, b, out_type);
+  at::Tensor out =
+      scaled_mm_call(x8, w8.t(), inv_x, inv_w, fp8_out_bias(bias, out_type), out_type);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = N;
   if (!transposes) return {out.view(shape), at::Tensor(), at::Tensor(), inv_x, inv_w};
