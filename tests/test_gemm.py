@@ -988,8 +988,9 @@ def test_ws_tf32_rs():
     (b in registers, the output stored transposed), column-major a @ column-major b (a in
     registers), and both MN-major (b transposed first). Shapes with several tiles per SM and both
     tile widths (128 x 256 when the wide tiles fill the SMs), ragged edges in M, N and K, one
-    k-tile and many, misaligned views; tc:final (which runs it for TF32 products needing no
-    split-K) with addmm's full and broadcast addend; and the layouts and dtypes it refuses."""
+    k-tile and many, misaligned views; tc:final (which runs it for one MN-major operand against
+    at most 1024 rows or columns of the other, and transposes elsewhere) with addmm's full and
+    broadcast addend; and the layouts and dtypes it refuses."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     side = 256 * int((sms) ** 0.5 + 1)  # >= sms tiles of 128 x 256
     shapes = [
@@ -1011,8 +1012,13 @@ def test_ws_tf32_rs():
     a = misaligned((45, 77), torch.float32, "cuda", seed=7)
     b = misaligned((77, 39), torch.float32, "cuda", seed=8)
     assert rel_err(G.run_ladder("tc:ws_tf32_rs", a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
+    # tc:final: (1000, 1500) row-major a @ row-major b and (1500, 1000) column-major a @
+    # column-major b run tc:ws_tf32_rs (the other operand's extent 1000, 96 tiles); the rest
+    # transpose.
+    shapes = [(side, side + 3, 1000), (1000, 1000, 1000), (300, 129, 4099), (1000, 1500, 300),
+              (1500, 1000, 300)]
     with tf32_mode(True):
-        for i, (m, n, k) in enumerate([(side, side + 3, 1000), (1000, 1000, 1000), (300, 129, 4099)]):
+        for i, (m, n, k) in enumerate(shapes):
             a = make_tensor((m, k), torch.float32, "cuda", seed=120 + i) / k**0.5
             b = make_tensor((k, n), torch.float32, "cuda", seed=130 + i)
             ref = ref_mm(a, b)
@@ -1020,10 +1026,10 @@ def test_ws_tf32_rs():
                 make_tensor((m, n), torch.float32, "cuda", seed=140 + i),
                 make_tensor((n,), torch.float32, "cuda", seed=150 + i),
             ):
-                for ta in (False, True):
-                    out = cudasteps.addmm(s, layout(a, ta), b, beta=0.5, alpha=-2.0)
+                for ta, tb in ((False, False), (True, False), (True, True)):
+                    out = cudasteps.addmm(s, layout(a, ta), layout(b, tb), beta=0.5, alpha=-2.0)
                     err = rel_err(out, 0.5 * s.double().cpu() - 2.0 * ref)
-                    assert err < half_tol(torch.float32, k), (m, n, k, s.dim(), ta, err)
+                    assert err < half_tol(torch.float32, k), (m, n, k, s.dim(), ta, tb, err)
     a = make_tensor((64, 32), torch.float32, "cuda")
     w = make_tensor((48, 32), torch.float32, "cuda", seed=1)
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: tc:ws_tf32_rs reads one operand MN-major"):

@@ -31,7 +31,7 @@ at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, const Addend& add
 // The tensor-core kernels ladder_mm can force by name ("tc:<step>"); kAuto is the dispatcher's
 // choice (what mm / addmm / linear run): kFinal on Hopper, kCpAsync elsewhere. kFinal is the
 // Hopper kernels' own choice (tc_hopper_final_launch): ws_persistent, or ws_tf32_rs for TF32 with
-// an MN-major operand.
+// an MN-major operand where tc_hopper_tf32_rs_wanted says so.
 enum class TcKernel {
   kAuto,
   kMma,

@@ -73,11 +73,12 @@
 // Operands TMA / cp.async cannot read in place (base or leading dimension not 16-byte aligned) are
 // first repacked by cudasteps::copy_ into a buffer whose rows are padded to 16 bytes: one pass over
 // the operand, small next to the product, and it lets ragged shapes (K = 4099) run the fast kernels.
-// TF32 wgmma reads shared-memory operands K-major only. One MN-major TF32 operand (mm's row-major
-// B) is read in place through registers by tc:ws_tf32_rs, where the output needs no split-K;
-// otherwise MN-major TF32 operands are written K-major into such a buffer by cudasteps::transpose_
-// (one pass when the rows need no padding; into padded rows transpose_ stages through a
-// contiguous buffer, a second pass).
+// TF32 wgmma reads shared-memory operands K-major only: MN-major TF32 operands (mm's row-major B)
+// are written K-major into such a buffer by cudasteps::transpose_ (one pass when the rows need no
+// padding; into padded rows transpose_ stages through a contiguous buffer, a second pass), except
+// where that pass would cost much next to the product: one MN-major operand against at most 1024
+// rows (or columns) of the other is read in place through registers by tc:ws_tf32_rs
+// (tc_hopper_tf32_rs_wanted has the figures).
 //
 // Host code only, so a C++ unit, not a CUDA one (the host compiler alone, not nvcc's extra passes
 // over ATen's headers; empty in a build without CUDA): the kernels and the config table's launch

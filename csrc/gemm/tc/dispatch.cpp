@@ -178,11 +178,12 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
                     " needs a compute capability 9.0 GPU and a build for it (sm_90a), got ",
                     prop->major, ".", prop->minor);
     // TF32 wgmma reads shared-memory operands K-major only (bf16/fp16 are read in place either
-    // way). tc:ws_tf32_rs, and tc:final where the output needs no split-K, read one MN-major
+    // way). tc:ws_tf32_rs, and tc:final where tc_hopper_tf32_rs_wanted says so, read one MN-major
     // operand through registers: of two, B is transposed once by cudasteps::transpose. For the
     // other kernels each MN-major operand is transposed.
     const bool rs = kernel == TcKernel::kWsTf32Rs ||
-                    (kernel == TcKernel::kFinal && tc_hopper_tf32_rs_wanted(M, N, K));
+                    (kernel == TcKernel::kFinal && type == TcType::kTF32 &&
+                     tc_hopper_tf32_rs_wanted(M, N, a.k_major, b.k_major));
     if (type == TcType::kTF32 && rs) {
       if (!a.k_major && !b.k_major) b = tc_repack(b_t, b, true, true);
       CUDASTEPS_CHECK(kernel == TcKernel::kFinal || !(a.k_major && b.k_major), "ladder_mm",

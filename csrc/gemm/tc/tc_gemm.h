@@ -158,10 +158,10 @@ bool tc_hopper_available();
 bool tc_hopper_supports(const TcProblem& p);
 // True when tc:ws_tf32_rs can take `p`: tc_hopper_supports(p), TF32, exactly one MN-major operand.
 bool tc_hopper_rs_supports(const TcProblem& p);
-// True when tc:final runs a TF32 product of this size with an MN-major operand on
-// tc:ws_tf32_rs (reading that operand in place), i.e. when the output needs no split-K, which
-// tc:ws_tf32_rs does not do; otherwise MN-major TF32 operands are transposed for tc:ws_persistent.
-bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K);
+// True when tc:final runs a TF32 product (M x N) whose operands are K-major as a_kmajor and
+// b_kmajor say on tc:ws_tf32_rs, reading its one MN-major operand in place, instead of having it
+// transposed for tc:ws_persistent: where the transpose costs much next to the product.
+bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor);
 // True when tc:ws_persistent's kernel, as tc:final runs it, cuts the last wave's tiles of this
 // product (16-bit or TF32 operands of `type`) into k ranges (the tail split), which
 // tc:ws_pingpong's kernel does not: linear_act then fuses its epilogue into the former, so that

@@ -35,16 +35,18 @@
 //                     producer and ring, but each consumer thread loads that operand's fragment
 //                     from shared memory into registers, wgmma's other operand form, instead of
 //                     having the operand transposed first (TF32 wgmma reads shared memory
-//                     K-major only).
+//                     K-major only). tc:final runs it where the transpose would cost much next
+//                     to the product (tc_hopper_tf32_rs_wanted).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). tc:ws_persistent with 16-bit operands also runs
 // 128 x 64 tiles and 192 x 128 ones (three consumer warpgroups) where they fill the SMs better
 // (persistent_bn, persistent_bm: scheduler.cuh). bf16/fp16 operands are read in place in either
 // layout (the wgmma transpose bits; MN-major tiles are 128-byte blocks of k-rows), TF32 ones
-// K-major only (A row-major, B column-major, as linear's x and weight are) except through
-// tc:ws_tf32_rs. Operands must be TMA-describable (16-byte aligned base and leading dimension):
-// tc_hopper_supports() says so, and the dispatcher transposes or repacks the rest.
+// K-major only (A row-major, B column-major, as linear's x and weight are; the dispatcher
+// transposes others) except through tc:ws_tf32_rs. Operands must be TMA-describable (16-byte
+// aligned base and leading dimension): tc_hopper_supports() says so, and the dispatcher transposes
+// or repacks the rest.
 //
 // Build: the units of this room are compiled for sm_90a only (setup.py gives them
 // -gencode=arch=compute_90a,code=sm_90a when the arch list has 9.0, and defines
@@ -68,7 +70,6 @@ namespace cudasteps {
 namespace gemm {
 namespace {
 
-using sm90::choose_splits;
 using sm90::choose_tail_split;
 using sm90::few_rows_split_k;
 using sm90::HopperKernel;
@@ -128,7 +129,8 @@ void launch_type(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
 void launch(const TcProblem& p, HopperKernel which, cudaStream_t stream) {
   TORCH_CHECK(tc_hopper_supports(p), "cudasteps.mm: the Hopper kernels cannot take this problem");
   TORCH_CHECK(!tc_is_fp8(p.type), "cudasteps.mm: FP8 operands run tc:fp8_ws (tc_fp8_launch)");
-  // An MN-major TF32 operand goes to launch_rs (or is transposed by the dispatcher).
+  // An MN-major TF32 operand goes to launch_rs (the ladder's tc:ws_tf32_rs) or is transposed by
+  // the dispatcher.
   TORCH_CHECK(p.type != TcType::kTF32 || (p.a_kmajor && p.b_kmajor),
               "cudasteps.mm: the shared-memory TF32 kernels read K-major operands only");
   if (p.out_fp32) {
@@ -178,11 +180,29 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
   return tc_hopper_supports(p) && p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor;
 }
 
-bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, int64_t K) {
-  // tc:ws_persistent's split-K choice (launch_typed) for this size.
-  const int64_t k_tiles = ceil_div<int64_t>(K, 32);
-  const int64_t tiles = final_tiles(M, N, K, k_tiles);
-  return tiles >= 0 && choose_splits(int(tiles), int(k_tiles), M, K, sm_count()) == 1;
+// TF32 with an MN-major operand: transposing it costs its bytes twice, what the product costs in
+// flops over the other operand's extent E (M where B is MN-major, N where A is): at E = 4096 the
+// transpose is about a tenth of the product. tc:ws_tf32_rs reads the operand in place, through
+// registers, but runs slower than tc:ws_persistent (each consumer warpgroup waits for its k-tile's
+// wgmmas before loading the next one's fragments; starting the two warpgroups a k-tile or two
+// apart gained nothing). Both measured on an H100 (2026-11-27, fresh inputs per call, interleaved
+// with torch.mm; ratio torch / ours, the transpose and tc:ws_persistent against tc:ws_tf32_rs):
+//   B row-major (E = M):  512 x 4096 x 4096 0.80x / 1.30x, 768 x 0.69x / 0.79x, 1024 x 0.75x /
+//     0.87x, 1536 x 0.86x / 0.79x, 2048 x 0.80x / 0.78x, 3072 x 1.04x / 0.99x, 4096^3 0.99x /
+//     0.85x; 1024 x 8192 x 8192 0.66x / 0.89x, 2048 x 0.81x / 0.89x, 4096 x 0.92x / 0.91x, 8192^3
+//     1.01x / 0.89x; 8192 x 8192 x 2048 1.18x / 0.80x; 4096 x 1024 x 4096 1.05x / 0.92x.
+//   A column-major (E = N):  4096 x 1024 x 4096 0.67x / 0.76x, 1024 x 4096 x 4096 0.89x / 0.78x.
+//   Both MN-major (tc:ws_tf32_rs transposes B):  1024 x 1024 x 8192 0.83x / 0.74x, 2048 x 2048 x
+//     8192 1.05x / 1.05x, 4096^3 1.31x / 1.18x.
+// (Before the TMA rounded TF32 operands, tensor_map.cu, tc:ws_tf32_rs measured ahead at 4096^3
+// too, 0.424-0.443 ms against 0.460-0.466, and ran every such product that needed no split-K.)
+// So: exactly one MN-major operand, E at most 1024, and at least half the SMs' worth of 128 x 128
+// tiles (the kernel does not split K; the smaller outputs split K after the transpose).
+bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor) {
+  if (a_kmajor == b_kmajor) return false;
+  const int64_t other_extent = b_kmajor ? N : M;
+  const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 128);
+  return other_extent <= 1024 && 2 * tiles >= sm_count();
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
@@ -233,15 +253,19 @@ void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream) { launch_rs(p
 //     the FFN's grad_y @ W2 (8192 x 8192 x 2048, NN) at 0.513-0.517 ms in two full runs, against
 //     0.467 ms for ws_persistent, and x @ W1^T no faster (0.431 ms against 0.427 ms). So neither
 //     is chosen.
+//   - Two changes to tc:ws_persistent's epilogue, tried on the 16-bit products as launch_fp8's
+//     notes record them for FP8 (H100, 2026-11-27, fresh inputs per call, interleaved with
+//     torch.mm; bf16 4096^3 and 8192^3 NN, the FFN step's six products, three of them with a
+//     float32 output): direct stores from the accumulators instead of the staged TMA stores ran
+//     8-31% slower on every shape (FFN fwd linear1 1.00x -> 0.77x torch, grad_W1 float32 out
+//     1.04x -> 0.73x); consumer warpgroup 1 started 1-3 k-tiles behind warpgroup 0 (so that one
+//     warpgroup's wgmmas could run under the other's epilogue) measured mixed: in a first run
+//     8192^3 1.03x -> 1.04-1.05x and FFN fwd linear1 1.00x -> 1.04-1.05x but grad_x 1.00x ->
+//     0.96x; in the next two 4096^3 1.02x -> 0.94-0.95x and 0.97x -> 0.97x, 8192^3 1.02x ->
+//     1.00x and 1.09x -> 1.06x, FFN fwd linear1 1.00-1.01x -> 0.99-1.01x. Not kept.
 //
-// TF32 with one MN-major operand (mm of two row-major matrices) runs tc:ws_tf32_rs, which reads
-// that operand through registers instead of having it transposed first. On an H100 (fresh inputs
-// per call, two rounds) 4096^3 NN took 0.424-0.443 ms against 0.460-0.466 ms for the transpose
-// and tc:ws_persistent, 8192^3 3.26-3.30 ms against 3.37 ms. (The dispatcher only sends it
-// products that need no split-K: tc_hopper_tf32_rs_wanted.) Two later runs of the report's TF32
-// ladder rows (2026-11-27, H100, 4096^3 NN, interleaved) found the opposite order: the transpose
-// and tc:ws_persistent 0.436 and 0.405 ms, tc:ws_tf32_rs 0.486 and 0.447, tc:final 0.473 and
-// 0.463; to remeasure, 8192^3 too, before changing the rule.
+// TF32 with one MN-major operand runs tc:ws_tf32_rs where tc_hopper_tf32_rs_wanted says so (the
+// dispatcher transposes the operand otherwise).
 void tc_hopper_final_launch(const TcProblem& p, cudaStream_t stream) {
   if (p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor) {
     launch_rs(p, stream);
