@@ -194,7 +194,14 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 128 x 128 tiles split along K 20.6, cuBLAS 9.6-9.9; 128 x (4096 -> 2560), 40 tiles: 15.1 / 16.2
 // / - / 11.3; 128 x (4096 -> 1088), 17 tiles: 13.2 / 15.8 / - / 8.9. Pairs lose where the tokens
 // fit one tile (64 x (4096 -> 4096): bt64:c2 19.6, bt32:c2 16.2 against bt64's 15.6): the pair's
-// second CTA has no tokens.
+// second CTA has no tokens. Pairs the other way round, cuBLAS's 2 x 1 clusters for 128 tokens
+// (two adjacent weight tiles sharing the token tile: each CTA loads its whole weight tile and half
+// the tokens, multicast), lost to pairs sharing the weight tile (a ladder-only trial, H100,
+// 2026-11-27, graph replays, ratio to cuBLAS, bt64:c2 / the other pairs): 128 x (4096 -> 4096)
+// 0.84x / 0.77x, 96 x 0.76x / 0.62x, 128 x (14336 -> 4096) 0.94x / 0.98x, 128 x (4096 ->
+// 14336) 0.71x / 0.68x (bt64 alone 0.69x; the dispatcher's 128 x 128 tiles 0.98x), 64 x (4096
+// -> 4096) bt64 alone 0.88x against 0.84x. Not kept. The same run found 17-128 tokens against a
+// 2560-row weight (4096 -> 2560: 40 weight tiles) at 0.51-0.72x.
 struct SkinnyTiles {
   int bt = 0;    // tokens per tile (32 or 64); 0: no skinny tiles
   int ctas = 1;  // 2: clusters of two CTAs sharing the weight tile
