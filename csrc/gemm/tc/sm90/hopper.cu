@@ -180,9 +180,10 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
   return tc_hopper_supports(p) && p.type == TcType::kTF32 && p.a_kmajor != p.b_kmajor;
 }
 
-// TF32 with an MN-major operand: transposing it costs its bytes twice, what the product costs in
-// flops over the other operand's extent E (M where B is MN-major, N where A is): at E = 4096 the
-// transpose is about a tenth of the product. tc:ws_tf32_rs reads the operand in place, through
+// TF32 with an MN-major operand: transposing it reads and writes each of its elements once, while
+// the product's flops per element grow with the other operand's extent E (M where B is MN-major,
+// N where A is): the transpose's share is about 4 x 360 TFLOP/s / (3 TB/s x E) = 480 / E of the
+// product's time on an H100, a tenth at E = 4096, half at E = 1024. tc:ws_tf32_rs reads the operand in place, through
 // registers, but runs slower than tc:ws_persistent (each consumer warpgroup waits for its k-tile's
 // wgmmas before loading the next one's fragments; starting the two warpgroups a k-tile or two
 // apart gained nothing). Both measured on an H100 (2026-11-27, fresh inputs per call, interleaved
