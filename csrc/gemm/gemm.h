@@ -322,22 +322,21 @@ inline void check_linear_fp8_args(const at::Tensor& input, const at::Tensor& wei
   }
 }
 
-// The bias of linear_act_fp8 as bias_act_amax takes it beside a product of type out_type: a
-// float32 bias as it is (the pass adds it in float32, as under autocast), any other cast to
-// out_type (bias_act takes x's dtype or Float).
-inline c10::optional<at::Tensor> fp8_act_bias(const c10::optional<at::Tensor>& bias,
-                                              at::ScalarType out_type) {
-  if (!bias.has_value() || !bias->defined()) return c10::nullopt;
-  if (bias->scalar_type() == at::kFloat) return bias;
-  return bias->to(out_type);
-}
-
 // An FP8 linear's bias in its output's dtype, as F.linear under autocast casts it: what scaled_mm's
 // FP8 epilogue adds (linear_fp8.cpp says what a float32 bias cost); none where there is none.
 inline c10::optional<at::Tensor> fp8_out_bias(const c10::optional<at::Tensor>& bias,
                                               at::ScalarType out_type) {
   if (!bias.has_value() || !bias->defined()) return c10::nullopt;
   return bias->to(out_type);
+}
+
+// The bias of linear_act_fp8 as bias_act_amax takes it beside a product of type out_type: a
+// float32 bias as it is (the pass adds it in float32, as under autocast), any other as
+// fp8_out_bias casts it (bias_act takes x's dtype or Float).
+inline c10::optional<at::Tensor> fp8_act_bias(const c10::optional<at::Tensor>& bias,
+                                              at::ScalarType out_type) {
+  if (bias.has_value() && bias->defined() && bias->scalar_type() == at::kFloat) return bias;
+  return fp8_out_bias(bias, out_type);
 }
 
 // scaled_mm through the dispatcher (the FP8 linears' products).
