@@ -794,11 +794,13 @@ def test_ws_tall_tiles(ta, tb):
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_skinny_tiles():
-    """tc:ws_persistent:bt<16|32|64>[:c2], the skinny tiles of few-row linears (the swapped product
-    W x^T in 64 x bt tiles, stored transposed; c2: in pairs sharing the weight tile): within the
+    """tc:ws_persistent:bt<16|32|64>[:c2|:k2], the skinny tiles of few-row linears (the swapped
+    product W x^T in 64 x bt tiles, stored transposed; c2: in pairs sharing the weight tile; k2: in
+    pairs splitting each tile's K, the halves added in the first CTA's shared memory): within the
     dtype's bound of the float64 product, every element written (poisoned output), for token counts
     below, at and above a tile (a pair's second tile past the tokens too), K no multiple of a
-    k-tile, feature counts no multiple of 64; and refused by name where not built."""
+    k-tile and of one k-tile (k2's second half empty), feature counts no multiple of 64, k2 the
+    same bits run to run; and refused by name where not built."""
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [
             (32, 4096, 4096),
@@ -811,15 +813,23 @@ def test_ws_skinny_tiles():
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=600 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=610 + i)
-            for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64"):
+            for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64", "bt16:k2",
+                           "bt32:k2", "k2:bt64"):
                 poison_allocator(m * n, dtype)
                 out = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (fields, dtype, m, n, k)
+                if "k2" in fields:
+                    again = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
+                    assert torch.equal(out, again), (fields, dtype, m, n, k)
     x = make_tensor((8, 64), torch.bfloat16, "cuda")
     with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bt16:bn64': the skinny tiles"):
         G.run_ladder("tc:ws_persistent:bt16:bn64", x, x.t())
     with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64:c2': clusters of two CTAs \(c2\)"):
         G.run_ladder("tc:ws_persistent:bn64:c2", x, x.t())
+    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64:k2': the split along K in clusters"):
+        G.run_ladder("tc:ws_persistent:bn64:k2", x, x.t())
+    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bt32:c2:k2': the skinny tiles split"):
+        G.run_ladder("tc:ws_persistent:bt32:c2:k2", x, x.t())
     fp32_refused = r"'tc:ws_persistent:bt32': the skinny tiles .* bfloat16 and float16"
     with pytest.raises(RuntimeError, match=fp32_refused):
         G.run_ladder("tc:ws_persistent:bt32", x.float(), x.float().t())

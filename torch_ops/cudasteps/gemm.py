@@ -488,9 +488,11 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     128 x 256) and rows (192 x 128 tiles: bfloat16 and float16, 128 wide, no tail split),
     split-K factor (capped at the k-tiles and 16) and
     tail split (``ts1``: the last, partial wave's tiles cut into k ranges, one SM each, wherever
-    that makes at least 2 ranges; ``ts0``: never); ``tc:ws_persistent:bt<16|32|64>[:c2]`` its
-    skinny tiles for few-row linears (``a @ weight.t()``, bfloat16 and float16: 64 rows of the
-    weight by 16-64 tokens, stored transposed; ``c2`` in clusters of two sharing the weight tile);
+    that makes at least 2 ranges; ``ts0``: never); ``tc:ws_persistent:bt<16|32|64>[:c2|:k2]``
+    its skinny tiles for few-row linears (``a @ weight.t()``, bfloat16 and float16: 64 rows of the
+    weight by 16-64 tokens, stored transposed; ``c2`` in clusters of two sharing the weight tile;
+    ``k2`` in clusters of two on the same tile, each over half its K, the halves added in K order
+    in the first CTA's shared memory);
     ``tc:ws_multicast:bn<128|256>:s<splits>`` the same fields for the cluster kernel (no 128 x 64
     or 192 x 128 tiles, no tail split), to compare the two at the same tiles and split. Either
     takes ``pdl0`` (an ordinary launch instead of the programmatic dependent one, to time what

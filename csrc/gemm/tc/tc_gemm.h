@@ -49,6 +49,9 @@ struct TcTuning {
   int tail_split = -1;  // 0: never, 1: the last wave's tiles whatever the waves (tc:ws_persistent)
   int ctas = 0;  // 2: tc:fp8_ws in clusters of two CTAs (tc:fp8_multicast, the ladder's); else one
   int bt = 0;    // 16, 32, 64: tc:ws_persistent's skinny tiles (64 weight rows by bt tokens)
+  // 2: the skinny tiles split along K over clusters of two CTAs (rank 1's sums added into rank
+  // 0's through distributed shared memory); 0: not split.
+  int k_parts = 0;
   // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.
   bool pdl = true;

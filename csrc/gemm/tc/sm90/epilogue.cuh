@@ -7,6 +7,8 @@
 //     order (deterministic), which then goes through tc::Epilogue;
 //   * tail_split_fixup: the parts of a tile the tail split cut into k ranges, added up in k order
 //     by the last to arrive (deterministic), which then stores the tile as any other;
+//   * combine_cluster_k_parts: the skinny tiles' two k ranges, computed by the two CTAs of a
+//     cluster, added in k order in the first one's shared memory (deterministic);
 //   * mm_bias_act_backward's stage (StageMode::kActGrad, in tc:ws_persistent's staged TMA stores
 //     for A row-major and B row-major, the layout of grad @ weight): each value staged is
 //     bias_act_backward's g * act'(x + bias) for the product g as mm writes it and the saved
@@ -634,6 +636,50 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
       if (n + 1 < N) partial[m * N + n + 1] = d[4 * j + 2 * h + 1];
     }
   }
+}
+
+// The skinny tiles split along K over a cluster of two CTAs (wgmma_ws_kernel's kClusterK): both
+// CTAs take the same tile, rank 0 its lower k range and rank 1 the upper one. Rank 1 stores its
+// sums (this thread's BN / 2) into rank 0's `parts` (64 x BN floats of distributed shared memory,
+// laid out by thread so that each warp writes 512 contiguous bytes per store) by asynchronous
+// stores that count their bytes on rank 0's part_full, and goes on to its next unit; rank 0 (one
+// thread) expects those bytes, waits for them, adds them to its own sums, the lower range's first
+// (the same order every run, no atomics), and stores the tile. part_empty (in rank 1) counts rank
+// 0's 128 readers, so that rank 1 writes a unit's sums only once the last unit's are read; `phase`
+// flips per unit. No fence on either side: the stores' completion on part_full makes them
+// visible, and rank 0 arrives on part_empty only after the values it read were added. Returns
+// whether this CTA stores the tile (rank 0).
+template <int BN>
+__device__ __forceinline__ bool combine_cluster_k_parts(float (&d)[BN / 2], float* parts,
+                                                        uint64_t* part_full,
+                                                        uint64_t* part_empty, uint32_t rank,
+                                                        int& phase) {
+  static_assert(BN % 8 == 0, "four floats per store");
+  const int t = threadIdx.x % 128;
+  float4* slots = reinterpret_cast<float4*>(parts);
+  const bool stores = rank == 0;
+  if (!stores) {
+    mbar_wait(part_empty, phase ^ 1);  // a fresh barrier's parity-1 phase counts as done
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q) {
+      st_async_cluster_f32x4(&slots[q * 128 + t], part_full, 0, d[4 * q], d[4 * q + 1],
+                             d[4 * q + 2], d[4 * q + 3]);
+    }
+  } else {
+    if (t == 0) mbar_arrive_expect_tx(part_full, 64 * BN * sizeof(float));
+    mbar_wait(part_full, phase);
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q) {
+      const float4 v = slots[q * 128 + t];
+      d[4 * q] += v.x;
+      d[4 * q + 1] += v.y;
+      d[4 * q + 2] += v.z;
+      d[4 * q + 3] += v.w;
+    }
+    mbar_arrive_cluster(part_empty, 1);
+  }
+  phase ^= 1;
+  return stores;
 }
 
 // The skinny tiles' store (launch_skinny): their kernel computes D' = W x^T, the weight's rows

@@ -158,7 +158,10 @@ __global__ void __launch_bounds__(256, 1)
 // kTransposedOut (BM 64, the skinny tiles of launch_skinny): the kernel runs the swapped product
 // W x^T of a few-row linear, 64 rows of the weight by 16-64 tokens per tile with one consumer
 // warpgroup, and stores each element at the output's transposed place
-// (store_accumulators_transposed).
+// (store_accumulators_transposed). In clusters of two CTAs either sharing the weight tile
+// (kShareA: the two token tiles of one weight tile, each CTA loading half the weight tile and
+// multicasting it) or splitting each tile along K (kClusterK, below: more CTAs for outputs of few
+// tiles, no extra bytes loaded, the halves added in k order in rank 0's shared memory).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
           int BM = 128, bool kTransposedOut = false, bool kShareA = false>
 __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
@@ -173,9 +176,16 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   static_assert(BM != 192 || Ctas == 1, "192-row tiles: one CTA per cluster");
   static_assert(kTransposedOut == (BM == 64), "64-row tiles: the skinny tiles, stored transposed");
   static_assert(!kShareA || (Ctas == 2 && kTransposedOut), "A shared: the skinny tiles in pairs");
+  // The skinny tiles in clusters of two that do not share A (kShareA) split each tile along K
+  // instead: both CTAs take the same tile, each loading its own operands over its half of the
+  // k-tiles (p.splits 2: unit 2 c + rank of cluster c), and rank 1's sums are added into rank 0's
+  // (combine_cluster_k_parts). kLoadCtas: the CTAs that load a stage together.
+  constexpr bool kClusterK = kTransposedOut && Ctas == 2 && !kShareA;
+  constexpr int kLoadCtas = kClusterK ? 1 : Ctas;
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
+  static_assert(!kClusterK || Cfg::kStoreBytes >= 64 * BN * 4, "rank 1's sums fit the staging");
   // mm_bias_act_backward's stage (grad @ weight: A row-major, B row-major; 16-bit, single CTAs of
   // 128-row tiles, 128 or 256 wide) is built into this kernel.
   constexpr bool kActGradBuilt =
@@ -186,10 +196,15 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + Cfg::kStoreBytes);
   uint64_t* empty = full + S;
   const uint32_t rank = Ctas == 1 ? 0 : cluster_rank();
+  const uint32_t load_rank = kClusterK ? 0 : rank;  // this CTA's slice of a stage's shared loads
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes of every CTA)
-      mbar_init(&empty[s], kConsumerWarps * Ctas);  // each consumer warp of each CTA, once read
+      mbar_init(&empty[s], kConsumerWarps * kLoadCtas);  // each consumer warp of each loading CTA
+    }
+    if constexpr (kClusterK) {
+      mbar_init(empty + S, 1);        // part_full (rank 0): its expect_tx, then rank 1's sums' bytes
+      mbar_init(empty + S + 1, 128);  // part_empty (rank 1): rank 0's consumer threads, sums read
     }
     fence_barrier_init();
   }
@@ -203,14 +218,14 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   // Work units (UnitWalk): (tile group, k range); consecutive units are the k ranges of one tile
   // group. A tile group is Ctas vertically adjacent tiles, one per CTA of a cluster (the raster
   // counts groups: its tiles_m is ceil(tiles / Ctas)). Then, with Ctas 1, a tail-split part.
-  const int first_unit = int(blockIdx.x) / Ctas, unit_step = int(gridDim.x) / Ctas;
+  const int first_unit = int(blockIdx.x) / kLoadCtas, unit_step = int(gridDim.x) / kLoadCtas;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, Ctas, Cfg, kShareA>(&map_a, &map_b, p, ring, full, empty,
-                                                        rank, first_unit, unit_step);
+      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, kShareA>(&map_a, &map_b, p, ring, full, empty,
+                                                             load_rank, first_unit, unit_step);
     }
   } else {
     consumer_registers<Cfg::kConsumers>();
@@ -220,7 +235,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     const bool releaser = threadIdx.x % 32 == 0;
     auto release = [&](int s) {
       if (!releaser) return;
-      if constexpr (Ctas == 1) {
+      if constexpr (kLoadCtas == 1) {
         mbar_arrive(&empty[s]);
       } else {
 #pragma unroll
@@ -228,6 +243,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       }
     };
     int stage = 0, phase = 0;
+    int part_phase = 0;  // kClusterK: the phase of the sums' hand-over (combine_cluster_k_parts)
     float d[Cfg::kAccs];
     OutRange<TOut> range;  // FP8 with ep.range_bits (scaled_mm_range): what this thread stored
     UnitWalk walk(p, first_unit, unit_step);
@@ -235,7 +251,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     while (walk.next(p, u)) {
       int tg, tgn, tm, tn;
       p.raster.coords(u.tile, tg, tgn);
-      cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
+      cluster_tile<kLoadCtas, kShareA>(tg, tgn, load_rank, tm, tn);
       const int kb = u.kb, ke = u.ke;
       zero(d);
       // FP8 with a 16-bit output: the tile's bias pairs (where there is a bias row), read now for
@@ -354,7 +370,15 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
       if constexpr (kTransposedOut) {
-        store_accumulators_transposed<TOut, BN>(ep, d, m0, n0);  // launch_skinny: no split-K
+        if constexpr (kClusterK) {
+          // Staging (unused by the transposed stores) holds rank 1's sums; the two barriers follow
+          // the ring's.
+          if (!combine_cluster_k_parts<BN>(d, reinterpret_cast<float*>(staging), empty + S,
+                                           empty + S + 1, rank, part_phase)) {
+            continue;
+          }
+        }
+        store_accumulators_transposed<TOut, BN>(ep, d, m0, n0);  // launch_skinny
       } else if (p.splits == 1 && p.tma_store) {
         // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused

@@ -496,8 +496,12 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 // ctas 2 (bt<n>:c2, and skinny_tiles' choice for 65-128 tokens): in clusters of two CTAs on the
 // same weight rows and adjacent token tiles, each loading half the weight tile and multicasting it
 // to both (cuBLAS's 1 x 2 clusters there).
+// k_parts 2 (bt<n>:k2): in clusters of two CTAs on the same tile, each over half of its k-tiles
+// (loading its own operands), rank 1's sums added into rank 0's in its shared memory
+// (combine_cluster_k_parts): twice the CTAs for outputs whose tiles leave SMs idle, at the
+// weight's and tokens' bytes of one pass.
 template <TcType T, int BT>
-void launch_skinny(const TcProblem& pr, int ctas, cudaStream_t stream) {
+void launch_skinny(const TcProblem& pr, int ctas, int k_parts, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
   TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.M > 0 && pr.N > 0 && pr.K > 0,
               "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
@@ -515,6 +519,22 @@ void launch_skinny(const TcProblem& pr, int ctas, cudaStream_t stream) {
   const CUtensorMap map_a =
       operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / ctas);
   const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
+  if (k_parts == 2) {
+    TORCH_CHECK(ctas == 1, "cudasteps.mm: the skinny tiles split along K (k2) run in clusters of "
+                "their own, not in pairs sharing the weight tile (c2)");
+    p.splits = 2;  // unit 2 c + rank of cluster c: the same tile, the rank's half of its k-tiles
+    p.k_tiles_per_split = ceil_div(p.k_tiles, 2);  // rank 1's range may be empty (one k-tile)
+    auto kernel = wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, false>;
+    const size_t smem = Cfg::kWsSmemBytes + 2 * sizeof(uint64_t);  // + the sums' two barriers
+    tc::configure_smem_once(kernel, smem);
+    const int clusters = std::min(p.raster.count(),
+                                  max_active_clusters(kernel, 2, Cfg::kThreads, smem));
+    const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(Cfg::kThreads)), smem,
+                              stream, pr.tuning.pdl);
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_a, p, ep));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
   if (ctas == 2) {
     launch_pairs(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, true>, p, map_a, map_b,
                  map_a, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl, /*share_a=*/true,
@@ -544,9 +564,9 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   if (t.bt != 0) {
     if constexpr (kHalfBuilt && AK && BKm) {
       const int ctas = t.ctas == 2 ? 2 : 1;
-      if (t.bt == 16) return launch_skinny<T, 16>(p, ctas, stream);
-      if (t.bt == 32) return launch_skinny<T, 32>(p, ctas, stream);
-      if (t.bt == 64) return launch_skinny<T, 64>(p, ctas, stream);
+      if (t.bt == 16) return launch_skinny<T, 16>(p, ctas, t.k_parts, stream);
+      if (t.bt == 32) return launch_skinny<T, 32>(p, ctas, t.k_parts, stream);
+      if (t.bt == 64) return launch_skinny<T, 64>(p, ctas, t.k_parts, stream);
     }
     TORCH_CHECK(false, "cudasteps.mm: the skinny tiles (bt<16|32|64>) are built for bfloat16 or "
                 "float16 x @ weight^T (both operands K-major) only");
@@ -559,8 +579,8 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   if constexpr (kHalfBuilt && AK && BKm) {
     const SkinnyTiles skinny =
         chosen && default_kernel ? skinny_tiles(p.M, p.N, sm_count()) : SkinnyTiles{};
-    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, stream);
-    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, stream);
+    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, 0, stream);
+    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, 0, stream);
   }
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {

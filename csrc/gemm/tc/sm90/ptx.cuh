@@ -1,6 +1,7 @@
 // The sm_90a instructions of the Hopper kernels, one inline wrapper each: wgmma fence, commit and
-// wait; mbarriers; TMA loads (plain and multicast) and stores; bulk groups; cluster rank and
-// barrier; warpgroup and named barriers; stmatrix; setmaxnreg. Outside nvcc's sm_90a pass
+// wait; mbarriers (in this CTA or another of the cluster); TMA loads (plain and multicast) and
+// stores; bulk groups; cluster rank and barrier; stores to another CTA's shared memory; warpgroup
+// and named barriers; stmatrix; setmaxnreg. Outside nvcc's sm_90a pass
 // (CUDASTEPS_SM90A_DEVICE, config.cuh) each compiles to nothing, or to a trap.
 #pragma once
 
@@ -152,6 +153,24 @@ __device__ __forceinline__ void cluster_sync() {
       "barrier.cluster.arrive.release.aligned;\n"
       "barrier.cluster.wait.acquire.aligned;\n" ::
           : "memory");
+#endif
+}
+
+// Four floats to `dst`'s address in the shared memory of cluster CTA `cta` (distributed shared
+// memory; `dst` 16-byte aligned), an asynchronous store that completes 16 bytes of the
+// transaction count of the barrier at `bar`'s address in that CTA: a thread there that sees the
+// barrier's phase complete sees the floats (no fence on either side, as for a TMA load).
+__device__ __forceinline__ void st_async_cluster_f32x4(void* dst, uint64_t* bar, uint32_t cta,
+                                                       float a, float b, float c, float d) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "{\n.reg .b32 remote, remote_bar;\n"
+      "mapa.shared::cluster.u32 remote, %0, %2;\n"
+      "mapa.shared::cluster.u32 remote_bar, %1, %2;\n"
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [remote], {%3, %4, %5, %6}, "
+      "[remote_bar];\n}\n" ::"r"(smem_u32(dst)),
+      "r"(smem_u32(bar)), "r"(cta), "f"(a), "f"(b), "f"(c), "f"(d)
+      : "memory");
 #endif
 }
 
