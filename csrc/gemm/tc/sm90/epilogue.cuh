@@ -646,8 +646,9 @@ __device__ __forceinline__ void store_partial(float* partial, int64_t M, int64_t
 // thread) expects those bytes, waits for them, adds them to its own sums, the lower range's first
 // (the same order every run, no atomics), and stores the tile. part_empty (in rank 1) counts rank
 // 0's 128 readers, so that rank 1 writes a unit's sums only once the last unit's are read; `phase`
-// flips per unit. No fence on either side: the stores' completion on part_full makes them
-// visible, and rank 0 arrives on part_empty only after the values it read were added. Returns
+// flips per unit. No fence on either side: the stores' completion on part_full, waited for at
+// cluster scope, makes them visible, and rank 0 arrives on part_empty only after the values it
+// read were added (the multicast kernel's ring stages are handed back the same way). Returns
 // whether this CTA stores the tile (rank 0).
 template <int BN>
 __device__ __forceinline__ bool combine_cluster_k_parts(float (&d)[BN / 2], float* parts,
@@ -667,7 +668,7 @@ __device__ __forceinline__ bool combine_cluster_k_parts(float (&d)[BN / 2], floa
     }
   } else {
     if (t == 0) mbar_arrive_expect_tx(part_full, 64 * BN * sizeof(float));
-    mbar_wait(part_full, phase);
+    mbar_wait_cluster(part_full, phase);
 #pragma unroll
     for (int q = 0; q < BN / 8; ++q) {
       const float4 v = slots[q * 128 + t];

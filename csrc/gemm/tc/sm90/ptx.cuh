@@ -156,10 +156,28 @@ __device__ __forceinline__ void cluster_sync() {
 #endif
 }
 
+// mbar_wait at cluster scope: it synchronizes with a release at cluster scope from another CTA of
+// the cluster (the complete-tx of st_async_cluster_f32x4), so what that CTA stored is visible
+// after it.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, int parity) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
 // Four floats to `dst`'s address in the shared memory of cluster CTA `cta` (distributed shared
 // memory; `dst` 16-byte aligned), an asynchronous store that completes 16 bytes of the
-// transaction count of the barrier at `bar`'s address in that CTA: a thread there that sees the
-// barrier's phase complete sees the floats (no fence on either side, as for a TMA load).
+// transaction count of the barrier at `bar`'s address in that CTA (a release at cluster scope): a
+// thread there that sees the barrier's phase complete through mbar_wait_cluster sees the floats,
+// with no fence on either side.
 __device__ __forceinline__ void st_async_cluster_f32x4(void* dst, uint64_t* bar, uint32_t cta,
                                                        float a, float b, float c, float d) {
 #ifdef CUDASTEPS_SM90A_DEVICE
