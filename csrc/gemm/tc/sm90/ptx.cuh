@@ -92,21 +92,31 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 #endif
 }
 
+// One test of the phase of parity `parity` of `bar` (the hardware may hold the thread a while
+// before it answers); kClusterScope: with acquire at cluster scope (mbar_wait_cluster).
+template <bool kClusterScope>
+__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, int parity) {
+  uint32_t done = 1;
+#ifdef CUDASTEPS_SM90A_DEVICE
+  if constexpr (kClusterScope) {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, "
+                 "[%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+  } else {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+  }
+#endif
+  return done != 0;
+}
+
 // Blocks until the phase of parity `parity` of `bar` has completed. A fresh barrier counts its
 // (never run) phase of parity 1 as completed, so a producer waiting on "empty" with parity 1
 // passes at once in the first round of the ring.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
-#ifdef CUDASTEPS_SM90A_DEVICE
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
+  while (!mbar_try_wait<false>(bar, parity)) {
+  }
 }
 
 // One box of a 2-D tensor map (inner coordinate k, outer coordinate row) into shared memory;
@@ -160,17 +170,8 @@ __device__ __forceinline__ void cluster_sync() {
 // the cluster (the complete-tx of st_async_cluster_f32x4), so what that CTA stored is visible
 // after it.
 __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, int parity) {
-#ifdef CUDASTEPS_SM90A_DEVICE
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
+  while (!mbar_try_wait<true>(bar, parity)) {
+  }
 }
 
 // Four floats to `dst`'s address in the shared memory of cluster CTA `cta` (distributed shared
