@@ -424,6 +424,10 @@ DECODE_TOKENS = (1, 8, 16)
 # Few-row linears past the few-row path (17-128 rows: a prefill chunk, a small batch, speculative
 # decoding): still memory-bound on the weight, so timed the same way as the decode rows.
 FEW_ROW_TOKENS = (32, 64, 128)
+# Small weights that leave SMs idle under few rows: a grouped-query attention's K or V projection
+# (4096 -> 1024) and a 2560-wide model's projection (4096 -> 2560).
+FEW_ROW_SMALL_WEIGHTS = [(1024, 4096), (2560, 4096)]
+FEW_ROW_SMALL_TOKENS = (64, 96, 128)
 
 
 def _decode(bench, m, n, k, impls, label="decode"):
@@ -463,6 +467,10 @@ def run_decode(bench):
     for n, k in DECODE_WEIGHTS if not bench.quick else DECODE_WEIGHTS[:1]:
         for m in FEW_ROW_TOKENS if not bench.quick else FEW_ROW_TOKENS[1:2]:
             _decode(bench, m, n, k, pair, label="few-row")
+    if not bench.quick:
+        for n, k in FEW_ROW_SMALL_WEIGHTS:
+            for m in FEW_ROW_SMALL_TOKENS:
+                _decode(bench, m, n, k, pair, label="few-row")
     if torch.cuda.get_device_capability(bench.device) < (8, 0):
         return
     for m in (1, 16) if not bench.quick else (16,):
@@ -479,9 +487,11 @@ def run_decode(bench):
     bench.section(
         "gemm (decode-sized linears)",
         "bf16 `linear` with 1-16 rows against a weight, as a decode step runs it, and `few-row` "
-        "rows with 32-128 (past the few-row path: the tiled tensor-core kernels run them), against "
-        "F.linear (cuBLAS). Memory-bound: GB/s counts the weight's bytes over the time, so the "
-        "percentage is the fraction of the copy bandwidth. `ladder:gemv:*` rows are the few-row "
+        "rows with 32-128 (past the few-row path: the tiled tensor-core kernels run them; against "
+        "the 1024- and 2560-row weights too few tiles for the SMs, split along K in clusters of "
+        "two CTAs where that fills them), against F.linear (cuBLAS). Memory-bound: GB/s counts "
+        "the weight's bytes over the time, so the percentage is the fraction of the copy "
+        "bandwidth. `ladder:gemv:*` rows are the few-row "
         "ladder: a warp per weight row with 2-byte loads, + 16-byte loads, + four rows per warp "
         "with eight loads in flight, + K split over the eight warps of a block (combined in "
         "order in shared memory), + the products on the tensor cores (mma.sync fed straight from "

@@ -838,22 +838,32 @@ def test_ws_skinny_tiles():
 
 
 def skinny_tiles(m, n, sms):
-    """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>`` or ``bt64:c2``) of the
-    skinny tiles a linear of m tokens and n output features runs in ("": none)."""
+    """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>``, ``bt64:c2`` or
+    ``bt<n>:k2``) of the skinny tiles a linear of m tokens and n output features runs in ("":
+    none)."""
     weight_tiles = -(-n // 64)
-    if m <= 16 or m > 128:
+    if m <= 16 or m > 128 or weight_tiles * 9 < sms:
         return ""
+    bt32_tiles = weight_tiles * -(-m // 32)
+    if weight_tiles * 3 <= sms:
+        if 2 * bt32_tiles <= sms:
+            return "bt32:k2"
+        half_empty = m > 64 and 0 < m % 64 <= 32
+        if 2 * weight_tiles * -(-m // 64) <= sms and not half_empty:
+            return "bt64:k2"
+        if bt32_tiles <= sms:
+            return "bt32"
     if m <= 64:
-        return "" if weight_tiles * 4 < sms else "bt32" if m <= 32 else "bt64"
-    if weight_tiles * 8 < sms or 2 * weight_tiles > sms:
+        return "bt32" if m <= 32 else "bt64"
+    if 2 * weight_tiles > sms:
         return ""
-    return "bt64" if weight_tiles * 8 < 3 * sms else "bt64:c2"
+    return "bt64:c2" if weight_tiles * 3 > sms else "bt64"
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_few_rows_rules():
     """Linears of 17-128 tokens: in the layout x @ weight^T the skinny tiles where
-    sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:c2]'s output),
+    sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:c2|:k2]'s output),
     else, for at most 64 rows whose 128 x 128 tiles leave half the SMs idle, those tiles in
     split-K's k ranges (few_rows_split_k: bitwise tc:ws_persistent:bn128:ts0's output, the same
     tiles and ranges); x @ weight with the weight stored K x N takes the latter rule only. Every
@@ -863,7 +873,8 @@ def test_few_rows_rules():
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192),
                   (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256),
-                  (100, 2000, 1000), (70, 1100, 264), (128, 520, 4104)]
+                  (100, 2000, 1000), (70, 1100, 264), (128, 520, 4104), (48, 1000, 520),
+                  (64, 2560, 1000), (96, 2560, 1000), (128, 1000, 4100), (96, 2000, 1000)]
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=400 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
@@ -999,8 +1010,9 @@ def test_ws_tf32_rs():
     registers), and both MN-major (b transposed first). Shapes with several tiles per SM and both
     tile widths (128 x 256 when the wide tiles fill the SMs), ragged edges in M, N and K, one
     k-tile and many, misaligned views; tc:final (which runs it for one MN-major operand against
-    at most 1024 rows or columns of the other, and transposes elsewhere) with addmm's full and
-    broadcast addend; and the layouts and dtypes it refuses."""
+    at most 1024 rows or columns of the other where the tiles fill half the SMs or the transpose
+    would cost more than the idle SMs, and transposes elsewhere) with addmm's full and broadcast
+    addend; and the layouts and dtypes it refuses."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     side = 256 * int((sms) ** 0.5 + 1)  # >= sms tiles of 128 x 256
     shapes = [
@@ -1040,6 +1052,20 @@ def test_ws_tf32_rs():
                     out = cudasteps.addmm(s, layout(a, ta), layout(b, tb), beta=0.5, alpha=-2.0)
                     err = rel_err(out, 0.5 * s.double().cpu() - 2.0 * ref)
                     assert err < half_tol(torch.float32, k), (m, n, k, s.dim(), ta, tb, err)
+    # Few rows against a wide row-major b (32 tiles, b 4096 wide): tc:final runs tc:ws_tf32_rs
+    # (bitwise its output) where the transpose would outlast the product on this GPU's SMs
+    # (hopper.cu's tc_hopper_tf32_rs_wanted); 512 x 512 x 2048 (16 tiles, b 512 wide) transposes.
+    with tf32_mode(True):
+        for i, (m, n, k) in enumerate([(64, 4096, 1000), (200, 4100, 520), (512, 512, 2048)]):
+            a = make_tensor((m, k), torch.float32, "cuda", seed=160 + i) / k**0.5
+            b = make_tensor((k, n), torch.float32, "cuda", seed=170 + i)
+            out = cudasteps.mm(a, b)
+            assert rel_err(out, ref_mm(a, b)) < half_tol(torch.float32, k), (m, n, k)
+            tiles = -(-m // 128) * -(-n // 128)
+            if 2 * tiles >= sms or 34 * (sms - tiles) <= n:
+                assert torch.equal(out, G.run_ladder("tc:ws_tf32_rs", a, b)), (m, n, k)
+            else:
+                assert torch.equal(out, cudasteps.mm(a, b.t().contiguous().t())), (m, n, k)
     a = make_tensor((64, 32), torch.float32, "cuda")
     w = make_tensor((48, 32), torch.float32, "cuda", seed=1)
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: tc:ws_tf32_rs reads one operand MN-major"):

@@ -197,13 +197,25 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 //     8192 1.05x / 1.05x, 4096^3 1.31x / 1.18x.
 // (Before the TMA rounded TF32 operands, tensor_map.cu, tc:ws_tf32_rs measured ahead at 4096^3
 // too, 0.424-0.443 ms against 0.460-0.466, and ran every such product that needed no split-K.)
-// So: exactly one MN-major operand, E at most 1024, and at least half the SMs' worth of 128 x 128
-// tiles (the kernel does not split K; the smaller outputs split K after the transpose).
+//   Few rows against a row-major B (E = M, 32-64 tiles; the transpose's product split along K):
+//     32 x 4096 x 4096 0.56x / 0.90x, 64 x 0.46x / 0.72x, 128 x 0.57x / 0.86x, 256 x 0.51x /
+//     0.81x, 64 x 8192 x 8192 0.37x / 0.90x (2026-11-27, the same way).
+// So: exactly one MN-major operand and E at most 1024, with at least half the SMs' worth of 128 x
+// 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N for a row-major B,
+// M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate, outlasts what the
+// register kernel's idle SMs lose (one wave of tiles each through all of K: (sms - tiles) tiles'
+// 2 x 128^2 K flops at the tensor cores' TF32 rate). That rate over the HBM's is about 120
+// flop/byte on an H100 (360 TFLOP/s measured, 3 TB/s): T >= 34 (sms - tiles). So 32-256 rows x
+// 4096 columns (32 tiles, T >= 3400) read B through registers, and 512 x 512 x 8192 (16 tiles, T
+// = 512) transposes and splits K.
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor) {
   if (a_kmajor == b_kmajor) return false;
   const int64_t other_extent = b_kmajor ? N : M;
+  const int64_t transposed_extent = b_kmajor ? M : N;
   const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 128);
-  return other_extent <= 1024 && 2 * tiles >= sm_count();
+  const int64_t sms = sm_count();
+  if (other_extent > 1024) return false;
+  return 2 * tiles >= sms || 34 * (sms - tiles) <= transposed_extent;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {

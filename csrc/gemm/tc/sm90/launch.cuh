@@ -496,10 +496,10 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 // ctas 2 (bt<n>:c2, and skinny_tiles' choice for 65-128 tokens): in clusters of two CTAs on the
 // same weight rows and adjacent token tiles, each loading half the weight tile and multicasting it
 // to both (cuBLAS's 1 x 2 clusters there).
-// k_parts 2 (bt<n>:k2): in clusters of two CTAs on the same tile, each over half of its k-tiles
-// (loading its own operands), rank 1's sums added into rank 0's in its shared memory
-// (combine_cluster_k_parts): twice the CTAs for outputs whose tiles leave SMs idle, at the
-// weight's and tokens' bytes of one pass.
+// k_parts 2 (bt<n>:k2, and skinny_tiles' choice against small weights): in clusters of two CTAs
+// on the same tile, each over half of its k-tiles (loading its own operands), rank 1's sums added
+// into rank 0's in its shared memory (combine_cluster_k_parts): twice the CTAs for outputs whose
+// tiles leave SMs idle, at the weight's and tokens' bytes of one pass.
 template <TcType T, int BT>
 void launch_skinny(const TcProblem& pr, int ctas, int k_parts, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
@@ -579,8 +579,8 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   if constexpr (kHalfBuilt && AK && BKm) {
     const SkinnyTiles skinny =
         chosen && default_kernel ? skinny_tiles(p.M, p.N, sm_count()) : SkinnyTiles{};
-    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, 0, stream);
-    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, 0, stream);
+    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, skinny.k_parts, stream);
+    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, skinny.k_parts, stream);
   }
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {

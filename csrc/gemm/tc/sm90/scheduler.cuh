@@ -173,20 +173,50 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 
 // Linears of 17-128 tokens in the layout x @ weight^T (16-bit, both operands K-major) run the
 // skinny tiles (launch_skinny: the weight's rows times the tokens, 64 x bt per tile, no split),
-// cuBLAS's form for them. skinny_tiles says which: bt 32 up to 32 tokens; bt 64 up to 64; for
-// 65-128 tokens bt 64 in clusters of two CTAs (ctas 2: the two token tiles of one weight tile, each
-// CTA loading half the weight tile and multicasting it to both) where the pairs fill 3/4 to all of
-// a wave, alone where they would leave more SMs idle; and none (bt 0: few_rows_split_k and
-// persistent_bn decide) where the weight has too few 64-row tiles to busy a quarter of the SMs
-// (an eighth for 65-128 tokens), or 65-128 tokens against a weight too wide for one wave of pairs.
-// Measured on an H100 (bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
+// cuBLAS's form for them. skinny_tiles says which:
+//   * small weights (15 to 44 64-row tiles on an H100: a ninth to a third of the SMs): the SMs,
+//     not DRAM, bound these (each CTA pulls its operands at a limited rate, and a third of the SMs
+//     busy pull fewer bytes per second than DRAM gives), so the tiles are split along K over
+//     clusters of two CTAs (k_parts 2: each CTA half the k-tiles, the halves added in the first
+//     CTA's shared memory) wherever that stays within one wave: bt 32 if its tiles' halves fit
+//     (fewest bytes per CTA), else bt 64 (always, up to 64 tokens; not over 65-96 tokens, whose
+//     last 64-token tile is half empty); else, for 65-128 tokens, bt 32 unsplit where its tiles
+//     fit one wave;
+//   * otherwise bt 32 up to 32 tokens, bt 64 up to 64 (DRAM-bound there: splitting K or more
+//     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64 in clusters of two
+//     CTAs (ctas 2: the two token tiles of one weight tile, each CTA loading half the weight tile
+//     and multicasting it to both) where the weight has more tiles than a third of the SMs, alone
+//     where fewer;
+//   * none (bt 0: few_rows_split_k and persistent_bn decide) where the weight has fewer tiles than
+//     a ninth of the SMs, or for 65-128 tokens more than half the SMs' worth (128 x 128 tiles).
+// The split along K measured on an H100 (2026-11-27, bf16, K = 4096, CUDA-graph replays, weight
+// out of L2, tile_sweep.py --graph; ratio cuBLAS / ours, the rule's choice marked *): 64 x (4096
+// -> 1024): bt32 0.68x, bt64 0.61x, *bt32:k2 1.00x, bt64:k2 0.85x, 128 x 128 tiles split along K
+// (the rule before) 0.77x; 128 x (-> 1024): bt32 0.71x, *bt32:k2 0.94x, bt64:k2 0.88x, the rule
+// before 0.57x; 64 x (-> 2048): bt32 0.84x, bt64 0.75x, *bt32:k2 0.93x, bt64:k2 0.94x, the rule
+// before 0.79x; 32 x (-> 2560): bt32 0.94x, *bt32:k2 0.95x; 48 x: bt32 0.82x, bt64 0.86x,
+// *bt64:k2 0.88x; 64 x: bt32 0.78x, bt64 0.71x, *bt64:k2 0.73x; 96 x: *bt32 0.86x, bt64 0.57x,
+// bt64:c2 0.70x, bt32:k2 0.71x; 128 x: bt32 0.45x, *bt64 0.69x, bt64:c2 0.64x, bt64:k2 0.53x;
+// 128 x (-> 1088), 17 weight tiles: bt32 0.68x, bt64 0.61x, *bt64:k2 0.79x, bt32:k2 0.59x; 128 x
+// (-> 2048): bt32 0.83x / 0.76x (two runs), *bt64:k2 0.81x / 0.74x, bt32:k2 0.69x; 96 x:
+// *bt32 0.77x, bt64:k2 0.68x; 100 x (-> 2000): bt32 0.55x, *bt64:k2 0.65x; 128 x (-> 1536): bt32
+// 0.68x, *bt64:k2 0.72x; 96 x (-> 1024) *bt32:k2 0.99x, bt64:k2 0.80x; 64 x (-> 1536) *bt32:k2
+// 1.01x, bt64:k2 0.92x; 96 x (-> 3072): bt64 0.60x, *bt64:c2 0.73x; 128 x: bt64 0.76x, *bt64:c2
+// 0.73x. Where the weight is larger, splitting lost or tied: 32 x (4096 -> 4096) *bt32 0.94x,
+// bt32:k2 0.91x; 64 x *bt64 0.89x, bt64:k2 0.85x, bt32 0.83x; 128 x *bt64:c2 0.83x, bt64:k2
+// 0.70x; 64 x (4096 -> 14336) *bt64 0.94x, bt64:k2 0.88x; 64 x (14336 -> 4096) *bt64 0.99x,
+// bt64:k2 1.03x (one run).
+// Open: bt 64 over 65-96 tokens (a partial second token tile) ran slower than over 128 (96 x
+// (4096 -> 2560) 21.5 against 16.4 us; 80 x (4096 -> 4096) 23.9 against 19.6 in bt64 alone),
+// unexplained.
+// Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
 // 14.8; 32 x (4096 -> 14336) 44.6-44.8 / 45.8-47.9 / 51.3 / 43.9; 64 x 55.6-58.9 / 46.0-46.1 /
 // 50.0 / 43.9; 32 x (14336 -> 4096) 45.2-46.5 / 51.4-52.2 / 47.8 / 45.7; 64 x 46.9-52.5 /
-// 47.5-48.2 / 51.1 / 47.2; 32 x (4096 -> 2048) - / - / 12.6 / 10.8 (none: 32 tiles). (Before the
-// skinny tiles' two sets of sums, kernels.cuh, which then took 32 / 64 / 128 x (4096 -> 4096) to
-// 14.9 / 15.4 / 18.4 us.) 65-128 tokens (with the two sets; bt64 / bt64:c2 / 64 x 128 tiles, a
+// 47.5-48.2 / 51.1 / 47.2; 32 x (4096 -> 2048) - / - / 12.6 / 10.8. (Before the skinny tiles'
+// two sets of sums, kernels.cuh, which then took 32 / 64 / 128 x (4096 -> 4096) to 14.9 / 15.4 /
+// 18.4 us.) 65-128 tokens (with the two sets; bt64 / bt64:c2 / 64 x 128 tiles, a
 // ladder-only trial not kept / cuBLAS): 128 x (4096 -> 4096) 18.4 / 17.1 / 18.5 / 15.5; 96 x 22.0
 // / 18.7 / 19.3 / 15.0; 128 x (14336 -> 4096) 54.1 / 49.4 / 54.0 / 53.0; 128 x (4096 -> 14336),
 // 448 tiles of 64 x 64 (none: 128 x 128 tiles) 46.8, bt64 61.6, bt64:c2 61.3, 64 x 128 50.8,
@@ -200,26 +230,31 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 2026-11-27, graph replays, ratio to cuBLAS, bt64:c2 / the other pairs): 128 x (4096 -> 4096)
 // 0.84x / 0.77x, 96 x 0.76x / 0.62x, 128 x (14336 -> 4096) 0.94x / 0.98x, 128 x (4096 ->
 // 14336) 0.71x / 0.68x (bt64 alone 0.69x; the dispatcher's 128 x 128 tiles 0.98x), 64 x (4096
-// -> 4096) bt64 alone 0.88x against 0.84x. Not kept. The same run found 17-128 tokens against a
-// 2560-row weight (4096 -> 2560: 40 weight tiles) at 0.51-0.72x.
+// -> 4096) bt64 alone 0.88x against 0.84x. Not kept.
 struct SkinnyTiles {
-  int bt = 0;    // tokens per tile (32 or 64); 0: no skinny tiles
-  int ctas = 1;  // 2: clusters of two CTAs sharing the weight tile
+  int bt = 0;       // tokens per tile (32 or 64); 0: no skinny tiles
+  int ctas = 1;     // 2: clusters of two CTAs sharing the weight tile
+  int k_parts = 0;  // 2: clusters of two CTAs splitting each tile's k-tiles
 };
 
 inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
   // 16 tokens and fewer take the few-row path (gemv/).
-  if (rows <= 16 || rows > 128) return {};
-  if (rows <= 64) {
-    if (weight_tiles * 4 < sms) return {};  // few_rows_split_k
-    return rows <= 32 ? SkinnyTiles{32, 1} : SkinnyTiles{64, 1};
+  if (rows <= 16 || rows > 128 || weight_tiles * 9 < sms) return {};
+  const int64_t bt32_tiles = weight_tiles * ceil_div<int64_t>(rows, 32);
+  const int64_t bt64_tiles = weight_tiles * ceil_div<int64_t>(rows, 64);
+  if (weight_tiles * 3 <= sms) {  // a small weight: split where one wave holds the halves
+    if (2 * bt32_tiles <= sms) return {32, 1, 2};
+    // bt 64 over a last token tile of at most 32 tokens (65-96 tokens) runs slow (below).
+    const bool bt64_half_empty = rows > 64 && rows % 64 != 0 && rows % 64 <= 32;
+    if (2 * bt64_tiles <= sms && !bt64_half_empty) return {64, 1, 2};  // <= 64 tokens: always
+    if (bt32_tiles <= sms) return {32, 1, 0};
   }
-  // 65-128 tokens (two token tiles per weight tile): pairs where they busy at least 3/4 of the
-  // SMs; single CTAs where the weight has fewer tiles, down to an eighth of the SMs (below that,
-  // and above one wave, 128 x 128 tiles, split along K where few).
-  if (weight_tiles * 8 < sms || 2 * weight_tiles > sms) return {};
-  return weight_tiles * 8 < 3 * sms ? SkinnyTiles{64, 1} : SkinnyTiles{64, 2};
+  if (rows <= 64) return rows <= 32 ? SkinnyTiles{32, 1, 0} : SkinnyTiles{64, 1, 0};
+  // 65-128 tokens (two 64-token tiles per weight tile): more than one wave of pairs takes 128 x
+  // 128 tiles.
+  if (2 * weight_tiles > sms) return {};
+  return weight_tiles * 3 > sms ? SkinnyTiles{64, 2, 0} : SkinnyTiles{64, 1, 0};
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
