@@ -688,11 +688,12 @@ __device__ __forceinline__ bool combine_cluster_k_parts(float (&d)[BN / 2], floa
 // problem's (out[token][feature], linear_act's fused stage too: store_one_fused, the value the
 // staged stores compute). The accumulators go out element by element through ep with the
 // coordinates swapped: the 8 lanes of a quad column hold 8 consecutive features of one token, 16
-// contiguous bytes of an output row.
+// contiguous bytes of an output row. The tile's tokens start at n0; those before n_first (a last
+// tile moved back, b_tile_origin) belong to the tile before and are not stored.
 template <TcType T, int BN>
 __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>& ep,
                                                               const float (&d)[BN / 2], int64_t m0,
-                                                              int64_t n0) {
+                                                              int64_t n0, int64_t n_first) {
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const int64_t row = m0 + warp * 16 + lane / 4;  // a feature: the output's column
   const int64_t col = n0 + 2 * (lane % 4);        // a token: the output's row
@@ -705,8 +706,12 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
       for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          ep.template store_one_fused_as<A>(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
-          ep.template store_one_fused_as<A>(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+          if (col + 8 * j >= n_first) {
+            ep.template store_one_fused_as<A>(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+          }
+          if (col + 8 * j + 1 >= n_first) {
+            ep.template store_one_fused_as<A>(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+          }
         }
       }
     });
@@ -716,8 +721,10 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
   for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
-      ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+      if (col + 8 * j >= n_first) ep.store_one(col + 8 * j, row + 8 * h, d[4 * j + 2 * h]);
+      if (col + 8 * j + 1 >= n_first) {
+        ep.store_one(col + 8 * j + 1, row + 8 * h, d[4 * j + 2 * h + 1]);
+      }
     }
   }
 }

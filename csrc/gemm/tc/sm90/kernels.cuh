@@ -224,8 +224,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, kShareA>(&map_a, &map_b, p, ring, full, empty,
-                                                             load_rank, first_unit, unit_step);
+      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, kShareA, kTransposedOut>(
+          &map_a, &map_b, p, ring, full, empty, load_rank, first_unit, unit_step);
     }
   } else {
     consumer_registers<Cfg::kConsumers>();
@@ -378,7 +378,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
             continue;
           }
         }
-        store_accumulators_transposed<TOut, BN>(ep, d, m0, n0);  // launch_skinny
+        // launch_skinny: the last token tile may have been moved back (b_tile_origin).
+        store_accumulators_transposed<TOut, BN>(ep, d, m0, b_tile_origin<BN, true>(p, tn), n0);
       } else if (p.splits == 1 && p.tma_store) {
         // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused

@@ -177,6 +177,21 @@ __device__ __forceinline__ void cluster_tile(int tg, int tgn, uint32_t rank, int
   tn = kShareA ? tgn * Ctas + int(rank) : tgn;
 }
 
+// Where B's tile `tn` (BN columns) starts. kShiftLast (the skinny tiles, whose B is the tokens): a
+// last tile that only partly covers B's columns is moved back to end at the last one, so that its
+// TMA boxes lie inside the tokens; its first columns repeat the tile before's, and its store skips
+// them (store_accumulators_transposed's first column). Boxes partly past the tokens ran slow: 96
+// tokens x (4096 -> 2560) in 64-token tiles took 21.5 us against 16.4 for 128 tokens; moved back,
+// 16.2 (H100, CUDA-graph replays; scheduler.cuh has more).
+template <int BN, bool kShiftLast>
+__device__ __forceinline__ int64_t b_tile_origin(const HopperParams& p, int tn) {
+  const int64_t n0 = int64_t(tn) * BN;
+  if constexpr (kShiftLast) {
+    if (p.N > BN && n0 < p.N && n0 + BN > p.N) return p.N - BN;
+  }
+  return n0;
+}
+
 // The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
 // first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
 // released it. A unit covers Ctas adjacent tiles (one per CTA of a cluster); the operand they
@@ -185,7 +200,7 @@ __device__ __forceinline__ void cluster_tile(int tg, int tgn, uint32_t rank, int
 // whole by each CTA for itself. A slice sits at the same place in every CTA's stage. Cfg: the tile
 // configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>,
-          bool kShareA = false>
+          bool kShareA = false, bool kShiftLastB = false>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
                                               const HopperParams& p, uint8_t* ring, uint64_t* full,
                                               uint64_t* empty, uint32_t rank, int first_unit,
@@ -203,6 +218,7 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
     int tg, tgn, tm, tn;
     p.raster.coords(u.tile, tg, tgn);
     cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
+    const int b_origin = int(b_tile_origin<BN, kShiftLastB>(p, tn));
     for (int kt = u.kb; kt < u.ke; ++kt) {
       mbar_wait(&empty[stage], phase ^ 1);
       uint8_t* dst = ring + stage * Cfg::kStageBytes;
@@ -210,7 +226,7 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
       tma_tile<AK, kARows, Cfg::BK>(dst + a_slice * 128, map_a, &full[stage],
                                     tm * Cfg::BM + a_slice, kt, kShareA ? kCluster : 0);
       tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + b_slice * 128, map_b, &full[stage],
-                                     tn * BN + b_slice, kt, kShareA ? 0 : kCluster);
+                                     b_origin + b_slice, kt, kShareA ? 0 : kCluster);
       if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
     }
   }

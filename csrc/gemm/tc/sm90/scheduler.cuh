@@ -180,8 +180,8 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //     clusters of two CTAs (k_parts 2: each CTA half the k-tiles, the halves added in the first
 //     CTA's shared memory) wherever that stays within one wave: bt 32 if its tiles' halves fit
 //     (fewest bytes per CTA), else bt 64 (always, up to 64 tokens; not over 65-96 tokens, whose
-//     last 64-token tile is half empty); else, for 65-128 tokens, bt 32 unsplit where its tiles
-//     fit one wave;
+//     last 64-token tile repeats 32 or more of the first's); else, for 65-128 tokens, bt 32
+//     unsplit where its tiles fit one wave;
 //   * otherwise bt 32 up to 32 tokens, bt 64 up to 64 (DRAM-bound there: splitting K or more
 //     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64 in clusters of two
 //     CTAs (ctas 2: the two token tiles of one weight tile, each CTA loading half the weight tile
@@ -206,9 +206,16 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // bt32:k2 0.91x; 64 x *bt64 0.89x, bt64:k2 0.85x, bt32 0.83x; 128 x *bt64:c2 0.83x, bt64:k2
 // 0.70x; 64 x (4096 -> 14336) *bt64 0.94x, bt64:k2 0.88x; 64 x (14336 -> 4096) *bt64 0.99x,
 // bt64:k2 1.03x (one run).
-// Open: bt 64 over 65-96 tokens (a partial second token tile) ran slower than over 128 (96 x
-// (4096 -> 2560) 21.5 against 16.4 us; 80 x (4096 -> 4096) 23.9 against 19.6 in bt64 alone),
-// unexplained.
+// bt 64 over 65-96 tokens (a partial second token tile) ran slower than over 128 (96 x (4096 ->
+// 2560) 21.5 against 16.4 us; 80 x (4096 -> 4096) 23.9 against 19.6 in bt64 alone) while that
+// tile's TMA boxes reached past the tokens; with the tile moved back inside them (b_tile_origin,
+// mainloop.cuh) 16.2 and 19.7 us, and over 96 x (4096 -> 2048) bt64:k2 13.8 against 15.3 us
+// (bt32 13.4: the rule's choice), 100 x (4096 -> 2000) 14.7 against 15.4.
+// Still short against 2560-row weights (0.68-0.86x): under ncu (H100, 2026-11-27) cuBLAS runs 64,
+// 96 and 128 tokens x (4096 -> 2560) in 11.9-12.4 us as 64 x 32 or 64 x 64 tiles on 80-120 CTAs
+// in clusters of 8 (4 weight tiles x 2 token tiles: nvjet_sm90_tst_64x32_64x16_4x2) or 4 (4 x 1),
+// each operand tile multicast to the CTAs that share it, DRAM 53-54% busy; the skinny tiles on
+// as many CTAs take 17-20 us at 33-38%. Clusters multicasting the token tile too: not built.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
@@ -245,7 +252,7 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   const int64_t bt64_tiles = weight_tiles * ceil_div<int64_t>(rows, 64);
   if (weight_tiles * 3 <= sms) {  // a small weight: split where one wave holds the halves
     if (2 * bt32_tiles <= sms) return {32, 1, 2};
-    // bt 64 over a last token tile of at most 32 tokens (65-96 tokens) runs slow (below).
+    // bt 64 over 65-96 tokens loads a second, mostly repeated token tile (b_tile_origin).
     const bool bt64_half_empty = rows > 64 && rows % 64 != 0 && rows % 64 <= 32;
     if (2 * bt64_tiles <= sms && !bt64_half_empty) return {64, 1, 2};  // <= 64 tokens: always
     if (bt32_tiles <= sms) return {32, 1, 0};
