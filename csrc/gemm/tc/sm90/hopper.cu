@@ -199,7 +199,10 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // too, 0.424-0.443 ms against 0.460-0.466, and ran every such product that needed no split-K.)
 //   Few rows against a row-major B (E = M, 32-64 tiles; the transpose's product split along K):
 //     32 x 4096 x 4096 0.56x / 0.90x, 64 x 0.46x / 0.72x, 128 x 0.57x / 0.86x, 256 x 0.51x /
-//     0.81x, 64 x 8192 x 8192 0.37x / 0.90x (2026-11-27, the same way).
+//     0.81x, 64 x 8192 x 8192 0.37x / 0.90x (2026-11-27, the same way). The rule's other side,
+//     few columns against a column-major A (E = N): tc:final (now tc:ws_tf32_rs) 4096 x 32 / 64 /
+//     128 / 256 x 4096 0.91x / 0.70x / 0.93x / 0.73x, 8192 x 64 x 8192 0.87x; A made row-major
+//     by torch's copy, then tc:final, 0.16-0.30x.
 // So: exactly one MN-major operand and E at most 1024, with at least half the SMs' worth of 128 x
 // 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N for a row-major B,
 // M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate, outlasts what the
