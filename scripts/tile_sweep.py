@@ -1,22 +1,25 @@
 """Sweep the Hopper persistent kernel's tile shapes against torch.mm on a GPU, one line per shape.
 
     python scripts/tile_sweep.py [--shapes 3072x1024x8192:TN,1024x4096x1024:NT,...]
-                                 [--variants bn64,bn128,bn256,bm192] [--dtype bf16|fp16]
+                                 [--variants bn64,bn128,bn256,bm192] [--dtype bf16|fp16|tf32]
                                  [--out-dtype same|float32] [--graph]
 
 For each M x N x K product (`:NN`, `:NT` as linear's x @ weight.t(), `:TN` as a weight gradient
-g.t() @ x), it times torch.mm (cuBLAS), cudasteps.mm (what the dispatcher runs: the tile width
-and rows that sm90/scheduler.cuh's persistent_bn and persistent_bm pick) and tc:ws_persistent
-with its tiles forced (`tc:ws_persistent:<variant>`: bn64, bn128, bn256 for 128 x 64/128/256
-tiles, bm192 for 192 x 128; any of the ladder's tuning fields, e.g. `bn64:ts0`; or a whole
-ladder name such as `tc:ws_multicast:s2`), as the
+g.t() @ x, `:TT` both operands transposed views), it times torch.mm (cuBLAS), cudasteps.mm (what
+the dispatcher runs: the tile width and rows that sm90/scheduler.cuh's persistent_bn and
+persistent_bm pick) and tc:ws_persistent with its tiles forced (`tc:ws_persistent:<variant>`:
+bn64, bn128, bn256 for 128 x 64/128/256 tiles, bm192 for 192 x 128; any of the ladder's tuning
+fields, e.g. `bn64:ts0`; or a whole ladder name such as `tc:ws_multicast:s2`), as the
 benchmark's `mm` rows time them: interleaved with torch (harness.time_many), over input sets that
 rotate through more than twice the L2. Each figure is us per call and the ratio torch / it; the
 last column is the largest error of any of them against the float64 product, relative to its
 largest magnitude.
 
 It is how kHalfTileCost, kHalfMaxKRanges and kTallTileCost (sm90/scheduler.cuh) were chosen;
-rerun it after changing them.
+rerun it after changing them. With --graph, how skinny_tiles' tiles were (variants bt32, bt64:k2,
+bt64:c2, ...). --dtype tf32 runs float32 operands with torch's TF32 switch on for both sides: with
+variants such as tc:ws_tf32_rs against what tc:final picks for an MN-major operand (hopper.cu's
+tc_hopper_tf32_rs_wanted), e.g. --shapes 64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.
 """
 
 import argparse
@@ -36,20 +39,20 @@ DEFAULT_SHAPES = (
     "6144x512x8192:TN,3072x1024x8192:NT,1024x1024x4096:NT,128x4096x4096:NT,256x4096x4096:NT,"
     "1536x2048x4096:NT,128x8192x8192:NT,8192x128x8192:NT,1000x1000x1000:NN"
 )
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
 
 
 def parse_shape(text: str) -> tuple[int, int, int, str]:
     dims, _, layout = text.partition(":")
     m, n, k = (int(v) for v in dims.split("x"))
     layout = layout or "NN"
-    if layout not in ("NN", "NT", "TN"):
-        raise SystemExit(f"tile_sweep: layout must be NN, NT or TN, got '{layout}' in '{text}'")
+    if layout not in ("NN", "NT", "TN", "TT"):
+        raise SystemExit(f"tile_sweep: layout must be NN, NT, TN or TT, got '{layout}' in '{text}'")
     return m, n, k, layout
 
 
 def inputs_for(m, n, k, layout, dtype):
-    """make(seed) -> (a, b) in the layout: TN's a is a transposed view, NT's b."""
+    """make(seed) -> (a, b) in the layout: TN's a is a transposed view, NT's b, TT's both."""
 
     def make(seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -59,7 +62,7 @@ def inputs_for(m, n, k, layout, dtype):
             t = torch.randn(shape, generator=g, device="cuda", dtype=dtype)
             return t.t() if transposed else t
 
-        return (randn(m, k, layout == "TN") / k**0.5, randn(k, n, layout == "NT"))
+        return (randn(m, k, layout in ("TN", "TT")) / k**0.5, randn(k, n, layout in ("NT", "TT")))
 
     return make
 
@@ -94,6 +97,8 @@ def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         raise SystemExit("tile_sweep: needs a compute capability 9.0 GPU (the Hopper kernels)")
     dtype = DTYPES[args.dtype]
+    # float32 operands as TF32 on both sides (cudasteps.mm follows torch's switch).
+    torch.backends.cuda.matmul.allow_tf32 = args.dtype == "tf32"
     bench = Bench(device=torch.device("cuda"))
     variants = [v for v in args.variants.split(",") if v]
     for m, n, k, layout in shapes:

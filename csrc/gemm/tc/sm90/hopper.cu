@@ -202,7 +202,8 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 //     0.81x, 64 x 8192 x 8192 0.37x / 0.90x (2026-11-27, the same way). The rule's other side,
 //     few columns against a column-major A (E = N): tc:final (now tc:ws_tf32_rs) 4096 x 32 / 64 /
 //     128 / 256 x 4096 0.91x / 0.70x / 0.93x / 0.73x, 8192 x 64 x 8192 0.87x; A made row-major
-//     by torch's copy, then tc:final, 0.16-0.30x.
+//     by torch's copy, then tc:final, 0.16-0.30x. (scripts/tile_sweep.py --dtype tf32 times
+//     these: --shapes 64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.)
 // So: exactly one MN-major operand and E at most 1024, with at least half the SMs' worth of 128 x
 // 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N for a row-major B,
 // M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate, outlasts what the
