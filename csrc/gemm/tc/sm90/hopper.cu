@@ -186,8 +186,9 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // product's time on an H100, a tenth at E = 4096, half at E = 1024. tc:ws_tf32_rs reads the
 // operand in place, through registers, but runs slower than tc:ws_persistent (each consumer
 // warpgroup waits for its k-tile's wgmmas before loading the next one's fragments; starting the
-// two warpgroups a k-tile or two apart gained nothing). Both measured on an H100 (2026-11-27, fresh inputs per call, interleaved
-// with torch.mm; ratio torch / ours, the transpose and tc:ws_persistent against tc:ws_tf32_rs):
+// two warpgroups a k-tile or two apart gained nothing). Both measured on an H100 (2026-11-27,
+// fresh inputs per call, interleaved with torch.mm; ratio torch / ours, the transpose and
+// tc:ws_persistent against tc:ws_tf32_rs):
 //   B row-major (E = M):  512 x 4096 x 4096 0.80x / 1.30x, 768 x 0.69x / 0.79x, 1024 x 0.75x /
 //     0.87x, 1536 x 0.86x / 0.79x, 2048 x 0.80x / 0.78x, 3072 x 1.04x / 0.99x, 4096^3 0.99x /
 //     0.85x; 1024 x 8192 x 8192 0.66x / 0.89x, 2048 x 0.81x / 0.89x, 4096 x 0.92x / 0.91x, 8192^3

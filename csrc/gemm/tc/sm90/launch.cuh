@@ -186,6 +186,23 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Launches `kernel` in clusters of two CTAs: `clusters_wanted` clusters, at most as many as fit on
+// the GPU at once (the kernel walks its work units persistently). launch_pairs and the skinny
+// tiles split along K (launch_skinny) launch through it.
+template <typename Kernel, typename Ep>
+void launch_clusters_of_two(Kernel kernel, int clusters_wanted, const HopperParams& p,
+                            const CUtensorMap& map_a, const CUtensorMap& map_b,
+                            const CUtensorMap& map_out, const Ep& ep, size_t smem_bytes,
+                            cudaStream_t stream, bool pdl, int threads) {
+  tc::configure_smem_once(kernel, smem_bytes);
+  const int clusters =
+      std::min(clusters_wanted, max_active_clusters(kernel, 2, threads, smem_bytes));
+  const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(threads)), smem_bytes,
+                            stream, pdl);
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // A persistent kernel in clusters of two CTAs (wgmma_ws_kernel<..., Ctas = 2>: tc:ws_multicast,
 // tc:fp8_multicast), one cluster per pair of vertically adjacent tiles (and k range), up to as
 // many clusters as fit at once. The raster walks the pairs; a group of 4 pairs keeps the 8 tile
@@ -205,14 +222,8 @@ void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
     p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
     p.raster.group = 4;
   }
-  const int pairs = p.raster.count();
-  tc::configure_smem_once(kernel, smem_bytes);
-  const int clusters =
-      std::min(pairs * p.splits, max_active_clusters(kernel, 2, threads, smem_bytes));
-  const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(threads)), smem_bytes,
-                            stream, pdl);
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_clusters_of_two(kernel, p.raster.count() * p.splits, p, map_a, map_b, map_out, ep,
+                         smem_bytes, stream, pdl, threads);
 }
 
 // TOut: the output's type, the operands' but for mm.dtype's float32 output of 16-bit operands
@@ -524,15 +535,11 @@ void launch_skinny(const TcProblem& pr, int ctas, int k_parts, cudaStream_t stre
                 "their own, not in pairs sharing the weight tile (c2)");
     p.splits = 2;  // unit 2 c + rank of cluster c: the same tile, the rank's half of its k-tiles
     p.k_tiles_per_split = ceil_div(p.k_tiles, 2);  // rank 1's range may be empty (one k-tile)
-    auto kernel = wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, false>;
-    const size_t smem = Cfg::kWsSmemBytes + 2 * sizeof(uint64_t);  // + the sums' two barriers
-    tc::configure_smem_once(kernel, smem);
-    const int clusters = std::min(p.raster.count(),
-                                  max_active_clusters(kernel, 2, Cfg::kThreads, smem));
-    const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(Cfg::kThreads)), smem,
-                              stream, pr.tuning.pdl);
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_a, p, ep));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    // One cluster per tile; + the sums' two barriers in shared memory.
+    launch_clusters_of_two(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, false>,
+                           p.raster.count(), p, map_a, map_b, map_a, ep,
+                           Cfg::kWsSmemBytes + 2 * sizeof(uint64_t), stream, pr.tuning.pdl,
+                           Cfg::kThreads);
     return;
   }
   if (ctas == 2) {
