@@ -40,9 +40,10 @@ void launch_copy_vec16(const uint8_t* src, uint8_t* dst, int64_t nbytes, int hea
 // copy's time is mostly the launch, and a memcpy costs 0.1-0.2 us less than a kernel. Measured
 // on an H100 under CUDA-graph replay, torch's clone (a memcpy) against copy_vec16_kernel: 4 KiB
 // 0.98 against 1.17 us, 64 KiB 1.29 / 1.40, 256 KiB 1.34 / 1.45, 1 MiB 1.52 / 1.69, 4 MiB 2.47 /
-// 2.55. (The report's 4 KiB row then measured this path at 1.2 us against torch's 1.0: a gap not
-// yet understood.) Larger copies are bandwidth-bound and take the kernel (the family's final
-// ladder step).
+// 2.55. (The report's 4 KiB row then measured this path at 1.2 us against torch's 1.0: the
+// benchmark timed the two graphs one after the other. A CUDA graph of either call holds one
+// memcpy node, and their replays timed interleaved took 1.04 us each, H100, 2026-11-27.) Larger
+// copies are bandwidth-bound and take the kernel (the family's final ladder step).
 constexpr int64_t kMemcpyMaxBytes = int64_t(4) << 20;
 
 void copy_bytes_cuda(const void* src_ptr, void* dst_ptr, int64_t nbytes, cudaStream_t stream,

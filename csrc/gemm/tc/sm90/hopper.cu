@@ -281,6 +281,12 @@ void tc_ws_tf32_rs_launch(const TcProblem& p, cudaStream_t stream) { launch_rs(p
 //     8192^3 1.03x -> 1.04-1.05x and FFN fwd linear1 1.00x -> 1.04-1.05x but grad_x 1.00x ->
 //     0.96x; in the next two 4096^3 1.02x -> 0.94-0.95x and 0.97x -> 0.97x, 8192^3 1.02x ->
 //     1.00x and 1.09x -> 1.06x, FFN fwd linear1 1.00-1.01x -> 0.99-1.01x. Not kept.
+//   - What the epilogue costs (2026-11-27, run-time switches in one build, bf16 NT, 128 x 256
+//     tiles, scripts/tile_sweep.py; ratio to torch for 8192 x 8192 x 1024 / 8192 x 8192 x 2048):
+//     as kept 0.97-1.00 / 0.97-0.99; no epilogue at all 1.16-1.21 / 1.06-1.10; neither staging nor
+//     TMA stores (barriers, fence, wait) 1.08-1.09 / 1.04-1.05; the call with nothing in it
+//     1.11-1.12 / 1.06 (at K = 4096-8192 and 4096^3: 0.96-0.99 -> 0.98-1.04 without it). The
+//     short-K products lose their tiles' epilogues, as the FP8 kernel does (launch_fp8).
 //
 // TF32 with one MN-major operand runs tc:ws_tf32_rs where tc_hopper_tf32_rs_wanted says so (the
 // dispatcher transposes the operand otherwise).

@@ -404,6 +404,23 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 //     a float32 input's gradient) 0.90-0.91x against 0.93-0.95x for bf16. torchao's float8
 //     training runs its forward products with fast accumulation (its default for the output
 //     GEMM): torch._scaled_mm with use_fast_accum took 1.00-1.06x less time on these shapes.
+//   * the epilogue's cost, part by part (2026-11-27, one build with run-time switches added,
+//     e4m3, bf16 out, three runs; ratio to torch for 4096^3 / 8192 x 8192 x 2048 / 8192 x 2048 x
+//     8192): as kept 0.89-0.93 / 0.88-0.90 / 0.89-0.91; no epilogue at all (nothing stored)
+//     0.95-1.00 / 0.99-1.01 / 0.95-0.96; the staging without the TMA stores 0.95 / 0.88 / 0.90;
+//     the TMA stores without the staging 0.95 / 0.93 / 0.93; neither (barriers, the proxy fence
+//     and the wait for the last store's reads alone) 0.93-0.97 / 0.93-0.94 / 0.92-0.94; the call
+//     with nothing in it 0.99 / 0.96 / 0.94. The gap to cuBLAS is the time both consumer
+//     warpgroups spend on a tile's epilogue with the tensor cores idle, spread over its parts.
+//   * the k-tiles as one stream across work units, one k-tile issued ahead so that the next
+//     unit's first k-tile runs under this unit's epilogue (at the stream's end a dummy group on
+//     the current stage's bytes, so every path holds one group in flight; each k-tile's first
+//     wgmma in an output-only form, so the promoted set's registers are free in the epilogue):
+//     ptxas serialized every wgmma of the kernel (C7514: accumulator registers read inside a
+//     pipeline stage) whenever an epilogue sat between an issue and its wait (the same loop
+//     without the epilogue call: no C7514), and spilled 64 bytes. That build ran 0.55-0.67x
+//     torch (0.63-0.76x for the kept loop in it, serialized too); the output-only form alone
+//     changed nothing (0.85-0.92x).
 // cuBLASLt runs these products in clusters of two CTAs (ncu: nvjet_sm90_qqtst_128x128_128x6_1x2
 // for 4096^3, our tile and ring depth, 168 registers, 384 threads; 144x128 tiles for 8192^3), and
 // its per-k-tile loop is leaner: one set of k-tile sums waited for in full (WARPGROUP.DEPBAR 0,
