@@ -420,7 +420,14 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 //     pipeline stage) whenever an epilogue sat between an issue and its wait (the same loop
 //     without the epilogue call: no C7514), and spilled 64 bytes. That build ran 0.55-0.67x
 //     torch (0.63-0.76x for the kept loop in it, serialized too); the output-only form alone
-//     changed nothing (0.85-0.92x).
+//     changed nothing (0.85-0.92x). A second form, compiled only: the unit's end drains the
+//     k-tiles (wait 0), stages the tile, and only then issues the next unit's first k-tile
+//     (carried across the unit loop's back-edge) before the TMA stores and the set-up. ptxas
+//     serialized it too, with the stores, the set-up, the bias read-ahead and the dummy group
+//     moved out of the window one after another. The SASS holds the staging's values and the
+//     barrier and descriptor operands in registers of the k-tile sums (`STSM [..], R24`): with a
+//     wgmma group carried across a loop back-edge, ptxas counts those reuses as reads inside a
+//     pipeline stage.
 // cuBLASLt runs these products in clusters of two CTAs (ncu: nvjet_sm90_qqtst_128x128_128x6_1x2
 // for 4096^3, our tile and ring depth, 168 registers, 384 threads; 144x128 tiles for 8192^3), and
 // its per-k-tile loop is leaner: one set of k-tile sums waited for in full (WARPGROUP.DEPBAR 0,
