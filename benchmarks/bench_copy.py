@@ -22,6 +22,8 @@ def _size_label(nbytes):
 def run(bench):
     dev = bench.device
     f32 = torch.float32
+    # torch and cudasteps timed interleaved (harness.time_many) in every case of this family.
+    clone_pair = [("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)]
     if bench.is_cuda:
         sizes = [4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB] + ([] if bench.quick else [1024 * MiB])
     else:
@@ -31,8 +33,7 @@ def run(bench):
         numel = nbytes // 4
         inputs = bench.rotation(_make(numel, f32, dev), nbytes)
         case = f"{_size_label(nbytes)} fp32"
-        for impl, fn in (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)):
-            ms = bench.time(fn, inputs)
+        for impl, ms in bench.time_many(clone_pair, inputs).items():
             bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes)
 
     # Misaligned: a view one element past a 16-byte boundary (x[1:]), against the aligned figure.
@@ -40,8 +41,7 @@ def run(bench):
         numel = nbytes // 4
         inputs = bench.rotation(_make(numel, f32, dev, offset=1), nbytes)
         case = f"{_size_label(nbytes)} fp32 misaligned (offset 1)"
-        for impl, fn in (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)):
-            ms = bench.time(fn, inputs)
+        for impl, ms in bench.time_many(clone_pair, inputs).items():
             bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes)
 
     # In place, into an existing tensor.
@@ -50,8 +50,8 @@ def run(bench):
     src = _make(numel, f32, dev)(0)[0]
     dst = torch.empty_like(src)
     case = f"copy_ {_size_label(nbytes)} fp32"
-    for impl, fn in (("torch", lambda: dst.copy_(src)), ("cudasteps", lambda: cudasteps.copy_(dst, src))):
-        ms = bench.time(fn, [()])
+    pair = [("torch", lambda: dst.copy_(src)), ("cudasteps", lambda: cudasteps.copy_(dst, src))]
+    for impl, ms in bench.time_many(pair, [()]).items():
         bench.record(op="copy_", case=case, impl=impl, dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes)
 
     # Other element sizes move the same bytes through the same kernel.
@@ -60,8 +60,7 @@ def run(bench):
         numel = nbytes // torch.tensor([], dtype=dtype).element_size()
         inputs = bench.rotation(_make(numel, dtype, dev), nbytes)
         case = f"64 MiB {name}"
-        for impl, fn in (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)):
-            ms = bench.time(fn, inputs)
+        for impl, ms in bench.time_many(clone_pair, inputs).items():
             bench.record(op="copy", case=case, impl=impl, dtype=dtype, shape=[numel], ms=ms, bytes=2 * nbytes)
 
     # Non-contiguous sources, materialized contiguous (torch: x.contiguous(), i.e.
@@ -86,8 +85,8 @@ def run(bench):
     ]
     for case, x in strided_cases:
         moved = 2 * x.numel() * x.element_size()
-        for impl, fn in (("torch", lambda x=x: x.contiguous()), ("cudasteps", lambda x=x: cudasteps.copy(x))):
-            ms = bench.time(fn, [()])
+        pair = [("torch", lambda x=x: x.contiguous()), ("cudasteps", lambda x=x: cudasteps.copy(x))]
+        for impl, ms in bench.time_many(pair, [()]).items():
             bench.record(
                 op="copy", case=case, impl=impl, dtype=x.dtype, shape=list(x.shape), ms=ms, bytes=moved
             )
@@ -101,9 +100,8 @@ def run(bench):
     # the other, reports read cudasteps at 1.2 us against torch's 1.0; both graphs hold one memcpy
     # node, and interleaved their replays took 1.04 us each on an H100.)
     small = _make(1024, f32, dev)(0)[0]
-    small_impls = (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy))
-    small_ms = {"host/call": {impl: bench.time_host(fn, (small,)) for impl, fn in small_impls}}
-    small_ms["GPU (graph)"] = bench.time_many_graphed(list(small_impls), [(small,)])
+    small_ms = {"host/call": {impl: bench.time_host(fn, (small,)) for impl, fn in clone_pair}}
+    small_ms["GPU (graph)"] = bench.time_many_graphed(clone_pair, [(small,)])
     for label, by_impl in small_ms.items():
         for impl, ms in by_impl.items():
             case = f"4 KiB fp32 {label}"

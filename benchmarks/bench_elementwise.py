@@ -84,8 +84,7 @@ def _bias_act_cases(bench, M, N, dtype):
     if bench.is_cuda:
         for variant in cudasteps.ladder.variants("elementwise"):
             impls[f"ladder:{variant}"] = _ladder_fn(variant)
-    for impl, fn in impls.items():
-        ms = bench.time(fn, inputs)
+    for impl, ms in bench.time_many(list(impls.items()), inputs).items():
         bench.record(op="bias_act", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, bytes=fwd_bytes)
     del inputs
 
@@ -107,8 +106,7 @@ def _bias_act_cases(bench, M, N, dtype):
     compiled = _compile_or_none(bench, _gelu_bias, case, inputs[0], fwd_bwd=True)
     if compiled is not None:
         impls["torch.compile"] = _fwd_bwd(compiled)
-    for impl, fn in impls.items():
-        ms = bench.time(fn, inputs)
+    for impl, ms in bench.time_many(list(impls.items()), inputs).items():
         bench.record(op="bias_act", case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, bytes=total_bytes)
     del inputs
 
@@ -134,8 +132,7 @@ def _binary_cases(bench, numel, dtype):
             (f"{size} {name}", same, [numel], 3 * nbytes),
             (f"{size} per-feature [{N}] {name}", per_feature, [numel // N, N], 2 * nbytes + N * elem),
         ]:
-            for impl, fn in (("torch", torch_fn), ("cudasteps", ours)):
-                ms = bench.time(fn, inputs)
+            for impl, ms in bench.time_many([("torch", torch_fn), ("cudasteps", ours)], inputs).items():
                 bench.record(op=op, case=case, impl=impl, dtype=dtype, shape=shape, ms=ms, bytes=nb)
     del same, per_feature
 
@@ -161,14 +158,13 @@ def _broadcast_cases(bench, rows, cols, dtype):
         inputs = bench.rotation(
             lambda s, sa=sa, sb=sb: (_make(sa, dtype, dev, s), _make(sb, dtype, dev, s + 1)), nb
         )
-        for impl, fn in (("torch", torch.mul), ("cudasteps", cudasteps.mul)):
-            ms = bench.time(fn, inputs)
+        for impl, ms in bench.time_many([("torch", torch.mul), ("cudasteps", cudasteps.mul)], inputs).items():
             bench.record(op="mul", case=case, impl=impl, dtype=dtype, shape=[rows, cols], ms=ms, bytes=nb)
         del inputs
     inputs = bench.rotation(lambda s: (_make((rows, cols), dtype, dev, s),), out_bytes)
     case = f"[{rows},{cols}] * 0.5 (Python number) {name}"
-    for impl, fn in (("torch", lambda x: torch.mul(x, 0.5)), ("cudasteps", lambda x: cudasteps.mul(x, 0.5))):
-        ms = bench.time(fn, inputs)
+    pair = [("torch", lambda x: torch.mul(x, 0.5)), ("cudasteps", lambda x: cudasteps.mul(x, 0.5))]
+    for impl, ms in bench.time_many(pair, inputs).items():
         bench.record(
             op="mul", case=case, impl=impl, dtype=dtype, shape=[rows, cols], ms=ms, bytes=2 * out_bytes
         )

@@ -31,8 +31,8 @@ def _compare(bench, shape, dtype, case=None):
     set_bytes = nbytes(shape, dtype)
     inputs = bench.rotation(input_maker(shape, dtype, bench.device), set_bytes)
     case = case or _label(shape, dtype)
-    for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
-        ms = bench.time(fn, inputs)
+    pair = [("torch", _torch_t), ("cudasteps", cudasteps.transpose)]
+    for impl, ms in bench.time_many(pair, inputs).items():
         bench.record(
             op="transpose", case=case, impl=impl, dtype=dtype, shape=list(shape), ms=ms, bytes=2 * set_bytes
         )
@@ -66,8 +66,8 @@ def run(bench):
     x = input_maker(shape, f32, bench.device)(0)[0]
     out = torch.empty_like(x)
     case = "transpose_ 8192x8192 fp32"
-    for impl, fn in (("torch", lambda: out.copy_(x.mT)), ("cudasteps", lambda: cudasteps.transpose_(out, x))):
-        ms = bench.time(fn, [()])
+    pair = [("torch", lambda: out.copy_(x.mT)), ("cudasteps", lambda: cudasteps.transpose_(out, x))]
+    for impl, ms in bench.time_many(pair, [()]).items():
         bench.record(
             op="transpose_",
             case=case,
