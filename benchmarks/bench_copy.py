@@ -95,12 +95,13 @@ def run(bench):
     if not bench.is_cuda:
         return
 
-    # Small: 4 KiB, where launch overhead is everything. Host time per call, and GPU time: each
-    # side's calls captured in a CUDA graph, the replays timed interleaved. (Timed one side after
-    # the other, reports read cudasteps at 1.2 us against torch's 1.0; both graphs hold one memcpy
-    # node, and interleaved their replays took 1.04 us each on an H100.)
+    # Small: 4 KiB, where launch overhead is everything. Host time per call (the two sides taking
+    # turns), and GPU time: each side's calls captured in a CUDA graph, the replays timed
+    # interleaved. (Timed one side after the other, reports read cudasteps at 1.2 us against
+    # torch's 1.0; both graphs hold one memcpy node, and interleaved their replays took 1.04 us each
+    # on an H100.)
     small = _make(1024, f32, dev)(0)[0]
-    small_ms = {"host/call": {impl: bench.time_host(fn, (small,)) for impl, fn in clone_pair}}
+    small_ms = {"host/call": bench.time_host_many(clone_pair, (small,))}
     small_ms["GPU (graph)"] = bench.time_many_graphed(clone_pair, [(small,)])
     for label, by_impl in small_ms.items():
         for impl, ms in by_impl.items():
@@ -110,8 +111,7 @@ def run(bench):
     # Per-call host cost with autograd recording (C++ autograd: no Python runs inside the call).
     small_rg = small.clone().requires_grad_()
     case = "4 KiB fp32 requires_grad host/call"
-    for impl, fn in (("torch", lambda x: x.clone()), ("cudasteps", cudasteps.copy)):
-        ms = bench.time_host(fn, (small_rg,))
+    for impl, ms in bench.time_host_many(clone_pair, (small_rg,)).items():
         bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[1024], ms=ms, bytes=2 * 4096)
 
     # The ladder, on the largest size.

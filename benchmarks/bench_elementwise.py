@@ -181,12 +181,12 @@ def _host_cases(bench):
     def ours(x, b):
         return cudasteps.bias_act(x, b, "gelu")
 
-    for impl, fn in (("torch", _gelu_bias), ("cudasteps", ours)):
-        ms = bench.time_host(fn, (x, b))
+    pair = [("torch", _gelu_bias), ("cudasteps", ours)]
+    for impl, ms in bench.time_host_many(pair, (x, b)).items():
         bench.record(
             op="bias_act", case="host 64x64 fp32 fwd", impl=impl, dtype=torch.float32, shape=[64, 64], ms=ms
         )
-        ms = bench.time_host(_fwd_bwd(fn), (x, b, g))
+    for impl, ms in bench.time_host_many([(i, _fwd_bwd(f)) for i, f in pair], (x, b, g)).items():
         bench.record(
             op="bias_act",
             case="host 64x64 fp32 fwd+bwd",

@@ -78,12 +78,15 @@ def run(bench):
             bytes=2 * nbytes(shape, f32),
         )
 
-    # Small: 256x256, where host overhead is everything. Host time per call and GPU time.
+    # Small: 256x256, where host overhead is everything. Host time per call and GPU time (CUDA-graph
+    # replays), each with the two sides taking turns.
     small = input_maker((256, 256), f32, bench.device)(0)[0]
-    for label, timer in (("host/call", bench.time_host), ("GPU (graph)", bench.time_graph)):
+    pair = [("torch", _torch_t), ("cudasteps", cudasteps.transpose)]
+    small_ms = {"host/call": bench.time_host_many(pair, (small,))}
+    small_ms["GPU (graph)"] = bench.time_many_graphed(pair, [(small,)])
+    for label, by_impl in small_ms.items():
         case = f"256x256 fp32 {label}"
-        for impl, fn in (("torch", _torch_t), ("cudasteps", cudasteps.transpose)):
-            ms = timer(fn, (small,))
+        for impl, ms in by_impl.items():
             bench.record(
                 op="transpose",
                 case=case,
