@@ -119,11 +119,12 @@ def run(bench):
     numel = nbytes // 4
     inputs = bench.rotation(_make(numel, f32, dev), nbytes)
     case = f"{_size_label(nbytes)} fp32"
-    for variant in cudasteps.ladder.variants("copy"):
-        ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("copy", v, x), inputs)
-        bench.record(
-            op="copy", case=case, impl=f"ladder:{variant}", dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes
-        )
+    steps = [
+        (f"ladder:{v}", lambda x, v=v: cudasteps.ladder.run("copy", v, x))
+        for v in cudasteps.ladder.variants("copy")
+    ]
+    for impl, ms in bench.time_many(steps, inputs).items():
+        bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[numel], ms=ms, bytes=2 * nbytes)
 
     bench.section(
         "copy: what each step buys",

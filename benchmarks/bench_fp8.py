@@ -102,12 +102,15 @@ def _ladder(bench, shape, dtype):
         return (x, torch.tensor(16.0, device=bench.device))
 
     inputs = bench.rotation(make, moved)
-    for variant in cudasteps.ladder.variants("fp8"):
-        ms = bench.time(lambda x, s, v=variant: cudasteps.ladder.run("fp8", v, x, s), inputs)
+    steps = [
+        (f"ladder:{v}", lambda x, s, v=v: cudasteps.ladder.run("fp8", v, x, s))
+        for v in cudasteps.ladder.variants("fp8")
+    ]
+    for impl, ms in bench.time_many(steps, inputs).items():
         bench.record(
             op="cast_fp8",
             case=f"{rows}x{cols} {str(dtype).replace('torch.', '')} -> e4m3 + transpose + amax",
-            impl=f"ladder:{variant}",
+            impl=impl,
             dtype=dtype,
             shape=[rows, cols],
             ms=ms,

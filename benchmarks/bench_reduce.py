@@ -74,9 +74,11 @@ def run(bench):
     n = 1 << log2
     inputs = bench.rotation(input_maker([n], f32, bench.device), 4 * n)
     case = f"full 2^{log2} fp32"
-    for variant in cudasteps.ladder.variants("reduce"):
-        ms = bench.time(lambda t, v=variant: cudasteps.ladder.run("reduce", v, t), inputs)
-        impl = f"ladder:{variant}"
+    steps = [
+        (f"ladder:{v}", lambda t, v=v: cudasteps.ladder.run("reduce", v, t))
+        for v in cudasteps.ladder.variants("reduce")
+    ]
+    for impl, ms in bench.time_many(steps, inputs).items():
         bench.record(op="sum", case=case, impl=impl, dtype=f32, shape=[n], ms=ms, bytes=4 * n + 4)
 
     bench.section(

@@ -99,12 +99,15 @@ def run(bench):
 
     # The ladder, at 8192x8192 fp32.
     set_bytes = nbytes((8192, 8192), f32)
-    for variant in cudasteps.ladder.variants("transpose"):
-        ms = bench.time(lambda x, v=variant: cudasteps.ladder.run("transpose", v, x), ladder_inputs)
+    steps = [
+        (f"ladder:{v}", lambda x, v=v: cudasteps.ladder.run("transpose", v, x))
+        for v in cudasteps.ladder.variants("transpose")
+    ]
+    for impl, ms in bench.time_many(steps, ladder_inputs).items():
         bench.record(
             op="transpose",
             case="8192x8192 fp32",
-            impl=f"ladder:{variant}",
+            impl=impl,
             dtype=f32,
             shape=[8192, 8192],
             ms=ms,
