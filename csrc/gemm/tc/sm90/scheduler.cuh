@@ -216,6 +216,27 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // in clusters of 8 (4 weight tiles x 2 token tiles: nvjet_sm90_tst_64x32_64x16_4x2) or 4 (4 x 1),
 // each operand tile multicast to the CTAs that share it, DRAM 53-54% busy; the skinny tiles on
 // as many CTAs take 17-20 us at 33-38%. Clusters multicasting the token tile too: not built.
+// Three trials against that gap, none kept (H100, 2026-11-27, graph replays, us; tile_sweep.py):
+//   * 64 x 128 tiles (bt128, 8 stages; the whole 128 tokens per weight tile, so the weight is read
+//     once and the tokens 40 rather than 80 times at 2560 rows): 128 x (4096 -> 2560) bt64 16.7,
+//     bt128 18.7, bt128 split along K in pairs 18.3 (torch 11.2); 128 x (4096 -> 4096) 19.9 /
+//     20.9 / 20.9; 128 x (14336 -> 4096) 67.2 / 55.7 / 66.0 (the dispatcher's 128 x 128 tiles
+//     46.6). Fewer bytes out of L2 (61 against 82 MB) did not run faster: L2 does not bound them.
+//   * Two consumer warpgroups on the tile's 64 rows, each over every other k-tile (four chains of
+//     sums in flight, cuBLAS's 384 threads): 128 x (-> 2560) bt64 16.0, 64 x (4096 -> 4096)
+//     17.0 (unchanged), the pairs 3-10% slower. The wgmma chains do not bound them either.
+//   * The producer also prefetching the weight's k-tile 4 or 8 ahead into L2
+//     (cp.async.bulk.prefetch.tensor): 20-25% slower (128 x (-> 2560) 16.9 -> 20.6), the
+//     tokens' k-tile too up to 1.7x slower; L2 promotion none, 128 or 256 bytes: no change. The
+//     loads are not starved of latency cover, and every TMA instruction the one producer thread
+//     issues costs time.
+// Under ncu (base clocks, cold L2) at 128 x (4096 -> 2560) cuBLAS ran 64 x 64 tiles on 80 CTAs of
+// 384 threads in clusters of 8 (nvjet_sm90_tst_64x64_64x13_4x2): 14.0 us, DRAM 47% busy; bt64 on
+// the same 80 CTAs 23.2 us, DRAM 28-37%. Same tiles, same grid: what differs is that each of
+// cuBLAS's CTAs loads half the weight tile and a quarter of the token tile (multicast), 48 of
+// the 128 rows of 128 bytes a bt64 CTA fetches per k-tile. That fits each SM's TMA unit being
+// what bounds the skinny tiles (the prefetch trial above too).
+// Next: clusters of 4 x 2 multicasting both operands.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
