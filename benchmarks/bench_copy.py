@@ -111,11 +111,9 @@ def run(bench):
     # torch's 1.0; both graphs hold one memcpy node, and interleaved their replays took 1.04 us each
     # on an H100.)
     small = _make(1024, f32, dev)(0)[0]
-    small_ms = {"host/call": bench.time_host_many(clone_pair, (small,))}
-    small_ms["GPU (graph)"] = bench.time_many_graphed(clone_pair, [(small,)])
-    for label, by_impl in small_ms.items():
+    for label, by_impl in bench.time_host_and_graph(clone_pair, (small,)).items():
+        case = f"4 KiB fp32 {label}"
         for impl, ms in by_impl.items():
-            case = f"4 KiB fp32 {label}"
             bench.record(op="copy", case=case, impl=impl, dtype=f32, shape=[1024], ms=ms, bytes=2 * 4096)
 
     # Per-call host cost with autograd recording (C++ autograd: no Python runs inside the call).

@@ -46,11 +46,9 @@ def run(bench):
     n = 1 << 20
     x = input_maker([n], f32, bench.device)(0)[0]
     pair = [("torch", lambda t: torch.sum(t)), ("cudasteps", lambda t: cudasteps.sum(t))]
-    small_ms = {"host/call": bench.time_host_many(pair, (x,))}
-    small_ms["GPU (graph)"] = bench.time_many_graphed(pair, [(x,)])
-    for label, by_impl in small_ms.items():
+    for label, by_impl in bench.time_host_and_graph(pair, (x,)).items():
+        case = f"full 2^20 fp32 {label}"
         for impl, ms in by_impl.items():
-            case = f"full 2^20 fp32 {label}"
             bench.record(op="sum", case=case, impl=impl, dtype=f32, shape=[n], ms=ms, bytes=4 * n + 4)
 
     # Row and column sums of 8192x8192.

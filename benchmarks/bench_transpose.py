@@ -82,9 +82,7 @@ def run(bench):
     # replays), each with the two sides taking turns.
     small = input_maker((256, 256), f32, bench.device)(0)[0]
     pair = [("torch", _torch_t), ("cudasteps", cudasteps.transpose)]
-    small_ms = {"host/call": bench.time_host_many(pair, (small,))}
-    small_ms["GPU (graph)"] = bench.time_many_graphed(pair, [(small,)])
-    for label, by_impl in small_ms.items():
+    for label, by_impl in bench.time_host_and_graph(pair, (small,)).items():
         case = f"256x256 fp32 {label}"
         for impl, ms in by_impl.items():
             bench.record(

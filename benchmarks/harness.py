@@ -194,6 +194,14 @@ class Bench:
         self._sync()
         return {impl: statistics.median(v) for impl, v in reps.items()}
 
+    def time_host_and_graph(self, fns, args: tuple) -> dict:
+        """The two timings of a small case, by label: {"host/call": time_host_many's host ms per
+        call, "GPU (graph)": time_many_graphed's GPU ms per call}, each {impl: ms}."""
+        return {
+            "host/call": self.time_host_many(fns, args),
+            "GPU (graph)": self.time_many_graphed(fns, [args]),
+        }
+
     def time_many_graphed(self, fns, inputs, *, rounds: int = 4) -> dict:
         """GPU ms per call of each (impl, fn) of `fns`: each fn's calls over the rotating `inputs`
         (rotation: every call finds its inputs out of L2) captured in one CUDA graph, and the
