@@ -794,13 +794,16 @@ def test_ws_tall_tiles(ta, tb):
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_skinny_tiles():
-    """tc:ws_persistent:bt<16|32|64>[:c2|:k2], the skinny tiles of few-row linears (the swapped
-    product W x^T in 64 x bt tiles, stored transposed; c2: in pairs sharing the weight tile; k2: in
-    pairs splitting each tile's K, the halves added in the first CTA's shared memory): within the
-    dtype's bound of the float64 product, every element written (poisoned output), for token counts
-    below, at and above a tile (a pair's second tile past the tokens too), K no multiple of a
-    k-tile and of one k-tile (k2's second half empty), feature counts no multiple of 64, k2 the
-    same bits run to run; and refused by name where not built."""
+    """tc:ws_persistent:bt<16|32|64>[:c2|:k2|:w4], the skinny tiles of few-row linears (the
+    swapped product W x^T in 64 x bt tiles, stored transposed; c2: in pairs sharing the weight
+    tile; w4 (bf16): in clusters of 4 weight tiles sharing the token tile, with c2 both (4 x 2
+    clusters of 8 CTAs); k2: in pairs splitting each tile's K, the halves added in the first CTA's
+    shared memory): within the dtype's bound of the float64 product, every element written
+    (poisoned output), for token counts below, at and above a tile (a cluster's tiles past the
+    tokens and past the weight's rows too), K no multiple of a k-tile and of one k-tile (k2's
+    second half empty), feature counts no multiple of 64; the clusters sharing tiles bitwise the
+    unclustered tiles' product (each tile's sums in the same order), k2 the same bits run to run;
+    and refused by name where not built."""
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [
             (32, 4096, 4096),
@@ -813,14 +816,21 @@ def test_ws_skinny_tiles():
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=600 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=610 + i)
-            for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64", "bt16:k2",
+            alone = {}
+            clusters = ("bt32:w4", "bt64:w4", "w4:c2:bt32", "bt64:w4:c2") if dtype == torch.bfloat16 else ()
+            for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64", *clusters, "bt16:k2",
                            "bt32:k2", "k2:bt64"):
                 poison_allocator(m * n, dtype)
                 out = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (fields, dtype, m, n, k)
-                if "k2" in fields:
+                bt = next(f for f in fields.split(":") if f.startswith("bt"))
+                if fields == bt:
+                    alone[bt] = out
+                elif "k2" in fields:
                     again = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
                     assert torch.equal(out, again), (fields, dtype, m, n, k)
+                else:
+                    assert torch.equal(out, alone[bt]), (fields, dtype, m, n, k)
     x = make_tensor((8, 64), torch.bfloat16, "cuda")
     with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bt16:bn64': the skinny tiles"):
         G.run_ladder("tc:ws_persistent:bt16:bn64", x, x.t())
@@ -828,8 +838,18 @@ def test_ws_skinny_tiles():
         G.run_ladder("tc:ws_persistent:bn64:c2", x, x.t())
     with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64:k2': the split along K in clusters"):
         G.run_ladder("tc:ws_persistent:bn64:k2", x, x.t())
-    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bt32:c2:k2': the skinny tiles split"):
-        G.run_ladder("tc:ws_persistent:bt32:c2:k2", x, x.t())
+    for fields in ("bt32:c2:k2", "bt64:w4:k2"):
+        with pytest.raises(RuntimeError, match=rf"'tc:ws_persistent:{fields}': the skinny tiles split"):
+            G.run_ladder(f"tc:ws_persistent:{fields}", x, x.t())
+    with pytest.raises(RuntimeError, match=r"'tc:ws_persistent:bn64:w4': clusters sharing the token"):
+        G.run_ladder("tc:ws_persistent:bn64:w4", x, x.t())
+    for fields, operand in (("bt16:w4", x), ("bt32:w4", x.half())):
+        refused = rf"'tc:ws_persistent:{fields}': .* bfloat16 in bt32 and bt64 only"
+        with pytest.raises(RuntimeError, match=refused):
+            G.run_ladder(f"tc:ws_persistent:{fields}", operand, operand.t())
+    for fields in ("bt32:w2", "bt32:w8"):
+        with pytest.raises(RuntimeError, match=rf"tuning fields of 'tc:ws_persistent:{fields}'"):
+            G.run_ladder(f"tc:ws_persistent:{fields}", x, x.t())
     fp32_refused = r"'tc:ws_persistent:bt32': the skinny tiles .* bfloat16 and float16"
     with pytest.raises(RuntimeError, match=fp32_refused):
         G.run_ladder("tc:ws_persistent:bt32", x.float(), x.float().t())

@@ -169,6 +169,13 @@ struct Epilogue {
   template <elementwise::Act A>
   __device__ __forceinline__ void store_one_fused_as(int64_t m, int64_t n, float acc) const {
     if (m >= M || n >= N) return;
+    if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(alpha * acc);
+    out[m * ldo + n] = Elem<T>::from_float(fused_value_as<A>(m, n, acc));
+  }
+
+  // store_one_fused_as's output value (before its cast), for (m, n) inside the output.
+  template <elementwise::Act A>
+  __device__ __forceinline__ float fused_value_as(int64_t m, int64_t n, float acc) const {
     const float exact = alpha * acc;
     const float product =
         A == elementwise::Act::kNone ? exact : Elem<T>::to_float(Elem<T>::from_float(exact));
@@ -176,8 +183,7 @@ struct Epilogue {
                       : addend != nullptr
                           ? beta * Elem<T>::to_float(addend[m * add_s0 + n * add_s1])
                           : 0.f;
-    if (aux != nullptr) aux[m * ldo + n] = Elem<T>::from_float(exact);
-    out[m * ldo + n] = Elem<T>::from_float(activated<A>(product, add));
+    return activated<A>(product, add);
   }
 
   __device__ __forceinline__ void store_one_fused(int64_t m, int64_t n, float acc) const {

@@ -151,11 +151,13 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     const bool is_bt = name == "bt" && (value == 16 || value == 32 || value == 64);
     const bool is_c = name == "c" && (value == 1 || value == 2);
     const bool is_k = name == "k" && (value == 1 || value == 2);
+    const bool is_w = name == "w" && (value == 1 || value == 4);
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
-    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_pdl, kOp,
-                    "tuning fields of '", variant,
+    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_pdl,
+                    kOp, "tuning fields of '", variant,
                     "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), "
-                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2, k1 or k2 and pdl0 or pdl1, got '",
+                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2, k1 or k2, w1 or w4 and pdl0 or pdl1, "
+                    "got '",
                     f,
                     "'");
     if (is_pdl) {
@@ -168,6 +170,7 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
      : is_ts ? t.tail_split
      : is_bt ? t.bt
      : is_k  ? t.k_parts
+     : is_w  ? t.weight_ctas
              : t.ctas) = value;
   });
   return t;
@@ -217,15 +220,24 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     CUDASTEPS_CHECK(tuning.bt == 0 || (tuning.bn == 0 && tuning.bm == 0 && tuning.splits == 0 &&
                                        tuning.tail_split < 0),
                     kOp, "'", variant,
-                    "': the skinny tiles (bt<16|32|64>) take c1, c2, k1, k2, pdl0 and pdl1 only");
+                    "': the skinny tiles (bt<16|32|64>) take c1, c2, w1, w4, k1, k2, pdl0 and pdl1 "
+                    "only");
     CUDASTEPS_CHECK(tuning.ctas != 2 || tuning.bt != 0, kOp, "'", variant,
                     "': clusters of two CTAs (c2) are built for the skinny tiles (bt<n>) only");
     CUDASTEPS_CHECK(tuning.k_parts != 2 || tuning.bt != 0, kOp, "'", variant,
                     "': the split along K in clusters (k2) is built for the skinny tiles (bt<n>) "
                     "only");
-    CUDASTEPS_CHECK(tuning.k_parts != 2 || tuning.ctas != 2, kOp, "'", variant,
-                    "': the skinny tiles split along K (k2) do not also share the weight tile "
-                    "(c2)");
+    CUDASTEPS_CHECK(tuning.weight_ctas <= 1 || tuning.bt != 0, kOp, "'", variant,
+                    "': clusters sharing the token tile (w4) are built for the skinny tiles (bt<n>) "
+                    "only");
+    CUDASTEPS_CHECK(tuning.k_parts != 2 || (tuning.ctas != 2 && tuning.weight_ctas <= 1), kOp,
+                    "'", variant,
+                    "': the skinny tiles split along K (k2) do not also share operand tiles (c2, "
+                    "w4)");
+    CUDASTEPS_CHECK(tuning.weight_ctas <= 1 || (tuning.bt != 16 && dtype == at::kBFloat16), kOp,
+                    "'", variant,
+                    "': clusters sharing the token tile (w4) are built for bfloat16 in bt32 and "
+                    "bt64 only");
     CUDASTEPS_CHECK(tuning.bt == 0 || dtype != at::kFloat, kOp, "'", variant,
                     "': the skinny tiles (bt<16|32|64>) are built for bfloat16 and float16 only");
   } else if (step == "ws_multicast") {
@@ -236,7 +248,7 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     kernel = TcKernel::kWsMulticast;
     tuning = parse_ws_tuning(step.substr(13), variant);
     CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0 && tuning.bt == 0 &&
-                        tuning.ctas == 0 && tuning.k_parts == 0,
+                        tuning.ctas == 0 && tuning.k_parts == 0 && tuning.weight_ctas == 0,
                     kOp, "'", variant,
                     "': tc:ws_multicast takes bn128, bn256, s<splits> and pdl0 or pdl1 only");
   } else if (step == "ws_pingpong") {

@@ -52,6 +52,10 @@ struct TcTuning {
   // 2: the skinny tiles split along K over clusters of two CTAs (rank 1's sums added into rank
   // 0's through distributed shared memory); 0: not split.
   int k_parts = 0;
+  // The skinny tiles' weight tiles per cluster (4: that many CTAs share each token tile, each
+  // loading its slice and multicasting it; with ctas 2 also sharing the weight tile: w4:c2, 4 x 2
+  // clusters; the ladder's sweeps only); 0: one.
+  int weight_ctas = 0;
   // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.
   bool pdl = true;

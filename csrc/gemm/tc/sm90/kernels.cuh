@@ -158,30 +158,38 @@ __global__ void __launch_bounds__(256, 1)
 // kTransposedOut (BM 64, the skinny tiles of launch_skinny): the kernel runs the swapped product
 // W x^T of a few-row linear, 64 rows of the weight by 16-64 tokens per tile with one consumer
 // warpgroup, and stores each element at the output's transposed place
-// (store_accumulators_transposed). In clusters of two CTAs either sharing the weight tile
-// (kShareA: the two token tiles of one weight tile, each CTA loading half the weight tile and
-// multicasting it) or splitting each tile along K (kClusterK, below: more CTAs for outputs of few
-// tiles, no extra bytes loaded, the halves added in k order in rank 0's shared memory).
+// (store_accumulators_transposed). In clusters of kCtasM x kCtasN CTAs (ClusterGrid, mainloop.cuh;
+// Ctas = kCtasM kCtasN) sharing operand tiles: kCtasN 2 token tiles of one weight tile (each CTA
+// loading half the weight tile and multicasting it), kCtasM 2 or 4 weight tiles of one token tile
+// (each CTA loading that share of the token tile), or both (4 x 2: cuBLAS's clusters for 64-128
+// tokens). Or in clusters of two splitting each tile along K (kClusterK, below: more CTAs for
+// outputs of few tiles, no extra bytes loaded, the halves added in k order in rank 0's shared
+// memory).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
-          int BM = 128, bool kTransposedOut = false, bool kShareA = false>
+          int BM = 128, bool kTransposedOut = false, int kCtasN = 1, bool kClusterK = false>
 __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
                     const __grid_constant__ CUtensorMap map_out, const HopperParams p,
                     const Epilogue<TOut> ep_in) {
-  static_assert(Ctas == 1 || Ctas == 2, "clusters of one or two CTAs");
+  static_assert(Ctas == 1 || Ctas == 2 || (kTransposedOut && (Ctas == 4 || Ctas == 8)),
+                "clusters of one or two CTAs; the skinny tiles' of up to 8");
   constexpr bool kFp8 = tc_is_fp8(T);
   static_assert(!kFp8 || BN == 128, "FP8: 128 x 128 tiles");
   static_assert(BM == 128 || !kFp8, "FP8: 128-row tiles");
   static_assert(BM != 192 || Ctas == 1, "192-row tiles: one CTA per cluster");
   static_assert(kTransposedOut == (BM == 64), "64-row tiles: the skinny tiles, stored transposed");
-  static_assert(!kShareA || (Ctas == 2 && kTransposedOut), "A shared: the skinny tiles in pairs");
-  // The skinny tiles in clusters of two that do not share A (kShareA) split each tile along K
-  // instead: both CTAs take the same tile, each loading its own operands over its half of the
-  // k-tiles (p.splits 2: unit 2 c + rank of cluster c), and rank 1's sums are added into rank 0's
-  // (combine_cluster_k_parts). kLoadCtas: the CTAs that load a stage together.
-  constexpr bool kClusterK = kTransposedOut && Ctas == 2 && !kShareA;
+  static_assert(kCtasN == 1 || kTransposedOut, "A shared: the skinny tiles only");
+  // kClusterK: the skinny tiles in clusters of two that split each tile along K: both CTAs take
+  // the same tile, each loading its own operands over its half of the k-tiles (p.splits 2: unit
+  // 2 c + rank of cluster c), and rank 1's sums are added into rank 0's (combine_cluster_k_parts).
+  static_assert(!kClusterK || (kTransposedOut && Ctas == 2 && kCtasN == 1),
+                "split along K: the skinny tiles in clusters of two");
+  // The CTAs that load a stage together (each its slices of the shared tiles), and the grid they
+  // form (ClusterGrid).
   constexpr int kLoadCtas = kClusterK ? 1 : Ctas;
+  using Grid = ClusterGrid<kLoadCtas, kClusterK ? 1 : kCtasN>;
+  static_assert(kTransposedOut || Grid::kSharers <= 2, "pairs outside the skinny tiles");
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
   constexpr int kConsumerWarps = 4 * Cfg::kConsumers;
@@ -200,7 +208,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);  // the producer's arrive (plus the TMA bytes of every CTA)
-      mbar_init(&empty[s], kConsumerWarps * kLoadCtas);  // each consumer warp of each loading CTA
+      // Each consumer warp of each CTA whose loads land in this one's stages (its tile row and
+      // column: Grid::shares_stages), this one's own included.
+      mbar_init(&empty[s], kConsumerWarps * Grid::kSharers);
     }
     if constexpr (kClusterK) {
       mbar_init(empty + S, 1);        // part_full (rank 0): its expect_tx, then rank 1's sums' bytes
@@ -224,7 +234,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, kShareA, kTransposedOut>(
+      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, Grid::kCols, kTransposedOut>(
           &map_a, &map_b, p, ring, full, empty, load_rank, first_unit, unit_step);
     }
   } else {
@@ -239,7 +249,9 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
         mbar_arrive(&empty[s]);
       } else {
 #pragma unroll
-        for (int c = 0; c < Ctas; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
+        for (int c = 0; c < kLoadCtas; ++c) {
+          if (Grid::shares_stages(rank, uint32_t(c))) mbar_arrive_cluster(&empty[s], uint32_t(c));
+        }
       }
     };
     int stage = 0, phase = 0;
@@ -251,7 +263,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     while (walk.next(p, u)) {
       int tg, tgn, tm, tn;
       p.raster.coords(u.tile, tg, tgn);
-      cluster_tile<kLoadCtas, kShareA>(tg, tgn, load_rank, tm, tn);
+      cluster_tile<kLoadCtas, Grid::kCols>(tg, tgn, load_rank, tm, tn);
       const int kb = u.kb, ke = u.ke;
       zero(d);
       // FP8 with a 16-bit output: the tile's bias pairs (where there is a bias row), read now for
@@ -366,8 +378,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       if constexpr (Ctas == 1 && !kFp8 && BM == 128) {
         if (u.part >= 0 && !tail_split_fixup<BN>(p, u, cwg, d, 1 + cwg)) continue;
       }
-      // A CTA whose tile lies below the matrix (odd tile count, Ctas = 2) still loaded its half of
-      // B for its peer; its stores are clipped (TMA) or skipped (bounds checks).
+      // A CTA whose tile lies past the matrix (a cluster's group at its edge) still loaded its
+      // slices for its peers; its stores are clipped (TMA) or skipped (bounds checks).
       const int64_t m0 = int64_t(tm) * Cfg::BM + cwg * 64, n0 = int64_t(tn) * BN;
       if constexpr (kTransposedOut) {
         if constexpr (kClusterK) {
@@ -378,8 +390,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
             continue;
           }
         }
-        // launch_skinny: the last token tile may have been moved back (b_tile_origin).
-        store_accumulators_transposed<TOut, BN>(ep, d, m0, b_tile_origin<BN, true>(p, tn), n0);
+        // launch_skinny: the last token tile may have been moved back (b_tile_origin). Its staging
+        // follows the barriers, k2's two included (HopperCfg::kSkinnySmemBytes).
+        store_accumulators_transposed<TOut, BN>(ep, d, m0, b_tile_origin<BN, true>(p, tn), n0,
+                                                reinterpret_cast<uint8_t*>(empty + S + 2));
       } else if (p.splits == 1 && p.tma_store) {
         // For 16-bit operands in the layout of linear's x @ weight^T (both K-major), Ctas == 1
         // (the kernel tc:final runs) in 128- or 256-wide tiles also takes linear_act's fused
@@ -419,7 +433,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     if (threadIdx.x % 128 == 0) bulk_wait();  // the last tile's stores are complete
   }
   // No CTA may leave while its peer can still multicast into its ring or arrive on its barriers.
-  if constexpr (Ctas == 2) cluster_sync();
+  if constexpr (Ctas > 1) cluster_sync();
 }
 
 // ---- tc:fp8_ws256: FP8 in 256 x 128 tiles ----

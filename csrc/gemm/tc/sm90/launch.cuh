@@ -186,19 +186,19 @@ void launch_persistent(Kernel kernel, int units, int sms, const CUtensorMap& map
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Launches `kernel` in clusters of two CTAs: `clusters_wanted` clusters, at most as many as fit on
-// the GPU at once (the kernel walks its work units persistently). launch_pairs and the skinny
-// tiles split along K (launch_skinny) launch through it.
+// Launches `kernel` in clusters of `ctas` CTAs: `clusters_wanted` clusters, at most as many as fit
+// on the GPU at once (the kernel walks its work units persistently). launch_pairs and the skinny
+// tiles' clusters (launch_skinny) launch through it.
 template <typename Kernel, typename Ep>
-void launch_clusters_of_two(Kernel kernel, int clusters_wanted, const HopperParams& p,
-                            const CUtensorMap& map_a, const CUtensorMap& map_b,
-                            const CUtensorMap& map_out, const Ep& ep, size_t smem_bytes,
-                            cudaStream_t stream, bool pdl, int threads) {
+void launch_clusters(Kernel kernel, int ctas, int clusters_wanted, const HopperParams& p,
+                     const CUtensorMap& map_a, const CUtensorMap& map_b,
+                     const CUtensorMap& map_out, const Ep& ep, size_t smem_bytes,
+                     cudaStream_t stream, bool pdl, int threads) {
   tc::configure_smem_once(kernel, smem_bytes);
   const int clusters =
-      std::min(clusters_wanted, max_active_clusters(kernel, 2, threads, smem_bytes));
-  const KernelLaunch launch(dim3(unsigned(2 * clusters)), 2, dim3(unsigned(threads)), smem_bytes,
-                            stream, pdl);
+      std::min(clusters_wanted, max_active_clusters(kernel, ctas, threads, smem_bytes));
+  const KernelLaunch launch(dim3(unsigned(ctas * clusters)), ctas, dim3(unsigned(threads)),
+                            smem_bytes, stream, pdl);
   C10_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, map_out, p, ep));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -208,22 +208,16 @@ void launch_clusters_of_two(Kernel kernel, int clusters_wanted, const HopperPara
 // many clusters as fit at once. The raster walks the pairs; a group of 4 pairs keeps the 8 tile
 // rows of A in L2 that the single-CTA raster's group of 8 does. The B map's box must be half a
 // tile tall (each CTA loads and multicasts its half).
-// With share_a (wgmma_ws_kernel<..., kShareA>: the skinny tiles) the pairs are horizontally
-// adjacent tiles sharing A, the raster's columns count pairs, and the A map's box is half a tile
-// tall. `pdl` as launch_persistent's.
+// `pdl` as launch_persistent's. (The skinny tiles' clusters, which may share A, launch through
+// launch_skinny.)
 template <typename Kernel, typename Ep>
 void launch_pairs(Kernel kernel, HopperParams p, const CUtensorMap& map_a,
                   const CUtensorMap& map_b, const CUtensorMap& map_out, const Ep& ep,
-                  size_t smem_bytes, cudaStream_t stream, bool pdl, bool share_a = false,
-                  int threads = 384) {
-  if (share_a) {
-    p.raster.tiles_n = int(ceil_div<int64_t>(p.raster.tiles_n, 2));
-  } else {
-    p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
-    p.raster.group = 4;
-  }
-  launch_clusters_of_two(kernel, p.raster.count() * p.splits, p, map_a, map_b, map_out, ep,
-                         smem_bytes, stream, pdl, threads);
+                  size_t smem_bytes, cudaStream_t stream, bool pdl, int threads = 384) {
+  p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, 2));
+  p.raster.group = 4;
+  launch_clusters(kernel, 2, p.raster.count() * p.splits, p, map_a, map_b, map_out, ep,
+                  smem_bytes, stream, pdl, threads);
 }
 
 // TOut: the output's type, the operands' but for mm.dtype's float32 output of 16-bit operands
@@ -537,20 +531,35 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 // W x^T, 64 rows of the weight (A) by BT tokens (B) per tile, one consumer warpgroup, a ring of
 // 12-16 small stages, and stores each element at its transposed place in the output (cuBLAS's
 // form for these products: nvjet_sm90_tst_64x16_64x16 for 32 x 4096 x 4096). One work unit per
-// tile: no split-K, no tail split.
-// ctas 2 (bt<n>:c2, and skinny_tiles' choice for 65-128 tokens): in clusters of two CTAs on the
-// same weight rows and adjacent token tiles, each loading half the weight tile and multicasting it
-// to both (cuBLAS's 1 x 2 clusters there).
-// k_parts 2 (bt<n>:k2, and skinny_tiles' choice against small weights): in clusters of two CTAs
-// on the same tile, each over half of its k-tiles (loading its own operands), rank 1's sums added
-// into rank 0's in its shared memory (combine_cluster_k_parts): twice the CTAs for outputs whose
-// tiles leave SMs idle, at the weight's and tokens' bytes of one pass.
+// tile group: no split-K, no tail split. `tiles` (SkinnyTiles, scheduler.cuh) says how the CTAs
+// are clustered:
+//   * ctas (token tiles per cluster) and weight_ctas (weight tiles per cluster): clusters of
+//     weight_ctas x ctas CTAs on adjacent tiles (ClusterGrid, mainloop.cuh), each loading its
+//     slice of the weight tile its row shares and of the token tile its column shares and
+//     multicasting them: bt<n>:c2 (1 x 2, skinny_tiles' choice for 65-128 tokens), and for the
+//     ladder's sweeps bt<32|64>:w4:c2 (4 x 2: cuBLAS's clusters for 64-128 tokens) and w4 (4 x 1);
+//   * k_parts 2 (bt<n>:k2, and skinny_tiles' choice against small weights): in clusters of two
+//     CTAs on the same tile, each over half of its k-tiles (loading its own operands), rank 1's
+//     sums added into rank 0's in its shared memory (combine_cluster_k_parts): twice the CTAs for
+//     outputs whose tiles leave SMs idle, at the weight's and tokens' bytes of one pass.
 template <TcType T, int BT>
-void launch_skinny(const TcProblem& pr, int ctas, int k_parts, cudaStream_t stream) {
+void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t stream) {
   using Cfg = HopperCfg<T, BT, 64>;
   TORCH_CHECK(pr.a_kmajor && pr.b_kmajor && pr.M > 0 && pr.N > 0 && pr.K > 0,
               "cudasteps.mm: the skinny tiles (bt<16|32|64>) take x @ weight^T with both operands "
               "K-major and a non-empty product only");
+  const int cn = tiles.ctas, cm = tiles.weight_ctas;
+  TORCH_CHECK(tiles.k_parts != 2 || (cn == 1 && cm == 1),
+              "cudasteps.mm: the skinny tiles split along K (k2) run in clusters of their own, not "
+              "in clusters sharing operand tiles (c2, w<n>)");
+  // The clusters built: 1 x 1 and 1 x 2, and for the ladder's sweeps (slower than those on every
+  // shape measured: scheduler.cuh) 4 x 1 and 4 x 2, bf16 with 32 or 64 tokens per tile (whose
+  // slices for 4 CTAs are whole 8-row groups) only, to spare the build their 8 kernels per type.
+  constexpr bool kSharedTokensBuilt = T == TcType::kBF16 && BT >= 32;
+  const bool built = (cm == 1 || (kSharedTokensBuilt && cm == 4)) && (cn == 1 || cn == 2);
+  TORCH_CHECK(built, "cudasteps.mm: the skinny tiles run in clusters of c1 or c2 token tiles by w1 "
+              "weight tiles, or w4 for bfloat16 in bt32 and bt64, got c", cn, " w", cm, " for bt",
+              BT);
   TcProblem swapped = pr;  // the weight's rows as M, the tokens as N
   swapped.a = pr.b;
   swapped.lda = pr.ldb;
@@ -561,30 +570,39 @@ void launch_skinny(const TcProblem& pr, int ctas, int k_parts, cudaStream_t stre
   HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
   p.tma_store = false;  // the transposed store writes element by element
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
+  // Each CTA loads 64 / cn rows of its weight tile and BT / cm of its token tile: the boxes.
   const CUtensorMap map_a =
-      operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / ctas);
-  const CUtensorMap map_b = operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT);
-  if (k_parts == 2) {
-    TORCH_CHECK(ctas == 1, "cudasteps.mm: the skinny tiles split along K (k2) run in clusters of "
-                "their own, not in pairs sharing the weight tile (c2)");
+      operand_tensor_map(swapped.a, true, swapped.M, pr.K, swapped.lda, T, 64 / cn);
+  const CUtensorMap map_b =
+      operand_tensor_map(swapped.b, true, swapped.N, pr.K, swapped.ldb, T, BT / cm);
+  if (tiles.k_parts == 2) {
     p.splits = 2;  // unit 2 c + rank of cluster c: the same tile, the rank's half of its k-tiles
     p.k_tiles_per_split = ceil_div(p.k_tiles, 2);  // rank 1's range may be empty (one k-tile)
-    // One cluster per tile; + the sums' two barriers in shared memory.
-    launch_clusters_of_two(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, false>,
-                           p.raster.count(), p, map_a, map_b, map_a, ep,
-                           Cfg::kWsSmemBytes + 2 * sizeof(uint64_t), stream, pr.tuning.pdl,
-                           Cfg::kThreads);
+    // One cluster per tile.
+    launch_clusters(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, 1, true>, 2,
+                    p.raster.count(), p, map_a, map_b, map_a, ep,
+                    Cfg::kSkinnySmemBytes, stream, pr.tuning.pdl,
+                    Cfg::kThreads);
     return;
   }
-  if (ctas == 2) {
-    launch_pairs(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, true>, p, map_a, map_b,
-                 map_a, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl, /*share_a=*/true,
-                 Cfg::kThreads);
+  if (cm == 1 && cn == 1) {
+    launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, p.raster.count(),
+                      sm_count(), map_a, map_b, map_a, p, ep, Cfg::kSkinnySmemBytes, stream,
+                      pr.tuning.pdl, Cfg::kThreads);
     return;
   }
-  const int tiles = p.raster.count();
-  launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, tiles, sm_count(), map_a,
-                    map_b, map_a, p, ep, Cfg::kWsSmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
+  // The raster walks tile groups, cm weight tiles by cn token tiles each.
+  p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, cm));
+  p.raster.tiles_n = int(ceil_div<int64_t>(p.raster.tiles_n, cn));
+  auto launch = [&](auto kernel, int ctas) {
+    launch_clusters(kernel, ctas, p.raster.count(), p, map_a, map_b, map_a, ep,
+                    Cfg::kSkinnySmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
+  };
+  if (cm == 1) return launch(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, 2>, 2);
+  if constexpr (kSharedTokensBuilt) {
+    if (cn == 1) return launch(wgmma_ws_kernel<T, BT, true, true, 4, T, T, 64, true>, 4);
+    return launch(wgmma_ws_kernel<T, BT, true, true, 8, T, T, 64, true, 2>, 8);
+  }
 }
 
 // The tile width persistent_bn picks (ping-pong: 128 x 128 per consumer warpgroup), or for 16-bit
@@ -604,10 +622,11 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   const TcTuning& t = p.tuning;
   if (t.bt != 0) {
     if constexpr (kHalfBuilt && AK && BKm) {
-      const int ctas = t.ctas == 2 ? 2 : 1;
-      if (t.bt == 16) return launch_skinny<T, 16>(p, ctas, t.k_parts, stream);
-      if (t.bt == 32) return launch_skinny<T, 32>(p, ctas, t.k_parts, stream);
-      if (t.bt == 64) return launch_skinny<T, 64>(p, ctas, t.k_parts, stream);
+      const SkinnyTiles forced{t.bt, t.ctas == 2 ? 2 : 1, t.k_parts,
+                               t.weight_ctas == 0 ? 1 : t.weight_ctas};
+      if (t.bt == 16) return launch_skinny<T, 16>(p, forced, stream);
+      if (t.bt == 32) return launch_skinny<T, 32>(p, forced, stream);
+      if (t.bt == 64) return launch_skinny<T, 64>(p, forced, stream);
     }
     TORCH_CHECK(false, "cudasteps.mm: the skinny tiles (bt<16|32|64>) are built for bfloat16 or "
                 "float16 x @ weight^T (both operands K-major) only");
@@ -620,8 +639,8 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   if constexpr (kHalfBuilt && AK && BKm) {
     const SkinnyTiles skinny =
         chosen && default_kernel ? skinny_tiles(p.M, p.N, sm_count()) : SkinnyTiles{};
-    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny.ctas, skinny.k_parts, stream);
-    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny.ctas, skinny.k_parts, stream);
+    if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny, stream);
+    if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny, stream);
   }
   if (kHalfBuilt && which == HopperKernel::kWarpSpecialized && chosen &&
       few_rows_split_k(p.M, p.N, sm_count())) {

@@ -168,13 +168,47 @@ __device__ __forceinline__ void cp_async_tile(uint8_t* dst, const uint8_t* src, 
   }
 }
 
+// A cluster's CTAs as a grid of kCtasM x kCtasN tiles (Ctas = kCtasM kCtasN): rank r takes tile
+// row r % kCtasM and tile column r / kCtasM of its group. The kCtasN CTAs of one tile row share
+// its A tile, the kCtasM of one tile column its B tile; each loads a slice of the shared tiles and
+// multicasts it to the CTAs that share them. Clusters of two: kCtasN 1 (tc:ws_multicast,
+// vertically adjacent tiles sharing B) or 2 (the skinny tiles' c2: two token tiles sharing the
+// weight tile); the skinny tiles' larger clusters share both (w4:c2: 4 weight tiles by 2 token
+// tiles, cuBLAS's 4 x 2 clusters for these products).
+template <int Ctas, int kCtasN>
+struct ClusterGrid {
+  static_assert(Ctas % kCtasN == 0, "a whole number of tile rows per cluster");
+  static constexpr int kRows = Ctas / kCtasN;  // kCtasM: tile rows (A tiles) per group
+  static constexpr int kCols = kCtasN;         // tile columns (B tiles) per group
+  // This CTA's row (which of the group's A tiles) and column (which B tile).
+  __device__ __forceinline__ static int row(uint32_t rank) { return int(rank) % kRows; }
+  __device__ __forceinline__ static int col(uint32_t rank) { return int(rank) / kRows; }
+  // The CTAs whose loads land in `rank`'s stages, and into whose stages `rank`'s land (the same
+  // set): its tile row and its tile column. Each must release a stage before any of them refills
+  // it.
+  __device__ __forceinline__ static bool shares_stages(uint32_t rank, uint32_t other) {
+    return row(rank) == row(other) || col(rank) == col(other);
+  }
+  static constexpr int kSharers = kRows + kCols - 1;  // shares_stages's CTAs, rank's own too
+  // Multicast masks: rank's tile row (A's slices go there) and tile column (B's).
+  __device__ __forceinline__ static uint16_t row_mask(uint32_t rank) {
+    uint16_t mask = 0;
+#pragma unroll
+    for (int c = 0; c < kCtasN; ++c) mask |= uint16_t(1u << (row(rank) + c * kRows));
+    return mask;
+  }
+  __device__ __forceinline__ static uint16_t col_mask(uint32_t rank) {
+    return uint16_t(((1u << kRows) - 1) << (col(rank) * kRows));
+  }
+};
+
 // The tile (tm, tn) of a cluster's CTA `rank` in the tile group at raster position (tg, tgn): a
-// group is Ctas vertically adjacent tiles (sharing B), or with kShareA horizontally adjacent ones
-// (sharing A).
-template <int Ctas, bool kShareA>
+// group is kCtasM x kCtasN adjacent tiles (ClusterGrid), the raster counting groups.
+template <int Ctas, int kCtasN>
 __device__ __forceinline__ void cluster_tile(int tg, int tgn, uint32_t rank, int& tm, int& tn) {
-  tm = kShareA ? tg : tg * Ctas + int(rank);
-  tn = kShareA ? tgn * Ctas + int(rank) : tgn;
+  using Grid = ClusterGrid<Ctas, kCtasN>;
+  tm = tg * Grid::kRows + Grid::row(rank);
+  tn = tgn * Grid::kCols + Grid::col(rank);
 }
 
 // Where B's tile `tn` (BN columns) starts. kShiftLast (the skinny tiles, whose B is the tokens): a
@@ -193,40 +227,44 @@ __device__ __forceinline__ int64_t b_tile_origin(const HopperParams& p, int tn) 
 }
 
 // The producer thread of the persistent kernels: walks the CTA's work units (first_unit,
-// first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers have
-// released it. A unit covers Ctas adjacent tiles (one per CTA of a cluster); the operand they
-// share (B for vertically adjacent tiles; A with kShareA, horizontally adjacent ones) is loaded in
-// Ctas slices, each CTA its own slice multicast to every CTA of the cluster, and the other operand
-// whole by each CTA for itself. A slice sits at the same place in every CTA's stage. Cfg: the tile
-// configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
+// first_unit + unit_step, ...) and fills the ring stage by stage, each once its consumers (and
+// those of every CTA its loads land in) have released it. A unit covers a cluster's group of
+// tiles (ClusterGrid, one per CTA). An operand tile that kCtasN CTAs (A) or kCtasM CTAs (B) share
+// is loaded in that many slices, each CTA its own slice multicast to the sharers; an operand tile
+// no other CTA shares is loaded whole. A slice sits at the same place in every CTA's stage.
+// Cfg: the tile configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>,
-          bool kShareA = false, bool kShiftLastB = false>
+          int kCtasN = 1, bool kShiftLastB = false>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
                                               const HopperParams& p, uint8_t* ring, uint64_t* full,
                                               uint64_t* empty, uint32_t rank, int first_unit,
                                               int unit_step) {
-  // Rows of A (along M) and of B (along N) this CTA loads per stage, and where its slice starts.
-  constexpr int kARows = kShareA ? Cfg::BM / Ctas : Cfg::BM;
-  constexpr int kBRows = kShareA ? BN : BN / Ctas;
-  const int a_slice = kShareA ? int(rank) * kARows : 0;
-  const int b_slice = kShareA ? 0 : int(rank) * kBRows;
-  constexpr uint16_t kCluster = Ctas == 1 ? 0 : (1 << Ctas) - 1;
+  using Grid = ClusterGrid<Ctas, kCtasN>;
+  // Rows of A (along M) and of B (along N) this CTA loads per stage, and where its slices start:
+  // whole 8-row groups of the swizzle, so that every slice starts on a 1024-byte atom.
+  constexpr int kARows = Cfg::BM / kCtasN;
+  constexpr int kBRows = BN / Grid::kRows;
+  static_assert(kARows % 8 == 0 && kBRows % 8 == 0, "slices of whole 8-row swizzle groups");
+  const int a_slice = Grid::col(rank) * kARows;
+  const int b_slice = Grid::row(rank) * kBRows;
+  const uint16_t a_mask = kCtasN == 1 ? 0 : Grid::row_mask(rank);
+  const uint16_t b_mask = Grid::kRows == 1 ? 0 : Grid::col_mask(rank);
   int stage = 0, phase = 0;
   UnitWalk walk(p, first_unit, unit_step);
   WorkUnit u;
   while (walk.next(p, u)) {
     int tg, tgn, tm, tn;
     p.raster.coords(u.tile, tg, tgn);
-    cluster_tile<Ctas, kShareA>(tg, tgn, rank, tm, tn);
+    cluster_tile<Ctas, kCtasN>(tg, tgn, rank, tm, tn);
     const int b_origin = int(b_tile_origin<BN, kShiftLastB>(p, tn));
     for (int kt = u.kb; kt < u.ke; ++kt) {
       mbar_wait(&empty[stage], phase ^ 1);
       uint8_t* dst = ring + stage * Cfg::kStageBytes;
       mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
       tma_tile<AK, kARows, Cfg::BK>(dst + a_slice * 128, map_a, &full[stage],
-                                    tm * Cfg::BM + a_slice, kt, kShareA ? kCluster : 0);
+                                    tm * Cfg::BM + a_slice, kt, a_mask);
       tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + b_slice * 128, map_b, &full[stage],
-                                     b_origin + b_slice, kt, kShareA ? 0 : kCluster);
+                                     b_origin + b_slice, kt, b_mask);
       if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
     }
   }

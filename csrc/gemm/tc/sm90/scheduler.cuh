@@ -234,9 +234,29 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 384 threads in clusters of 8 (nvjet_sm90_tst_64x64_64x13_4x2): 14.0 us, DRAM 47% busy; bt64 on
 // the same 80 CTAs 23.2 us, DRAM 28-37%. Same tiles, same grid: what differs is that each of
 // cuBLAS's CTAs loads half the weight tile and a quarter of the token tile (multicast), 48 of
-// the 128 rows of 128 bytes a bt64 CTA fetches per k-tile. That fits each SM's TMA unit being
-// what bounds the skinny tiles (the prefetch trial above too).
-// Next: clusters of 4 x 2 multicasting both operands.
+// the 128 rows of 128 bytes a bt64 CTA fetches per k-tile. That fitted each SM's TMA unit being
+// what bounds the skinny tiles (the prefetch trial above too); the next trials (H100, 2026-11-27,
+// graph replays, us) did not bear it out:
+//   * Clusters multicasting both operands (ClusterGrid, mainloop.cuh; the ladder's bt<32|64>:w4
+//     [:c2], kept for sweeps; 2 x 1 clusters, w2, not kept): each CTA issues 48 of the 128 rows at
+//     4 x 2, yet 128 x (4096 -> 2560) bt64 16.7, c2 17.8, w2 18.0, w4 17.3, w4:c2 19.1 (cuBLAS
+//     11.2); 64 x (4096 -> 4096) bt64 17.0, w4 18.3, w4:c2 35.5 (16 clusters of 8 do not fit at
+//     once on 132 SMs: two waves).
+//   * Kernels built with parts of the work taken out, to see which half bounds: at 128 x (4096 ->
+//     2560) the loads alone (no wgmma) 16.3, the wgmmas alone (no loads) 13.7, both 16.7; 64 x
+//     (4096 -> 4096) 16.4 / 13.4 / 17.0. The loads bound, and the wgmma chains do not (four
+//     accumulator chains interleaved within each k-tile: 16.7 and 17.2, no faster). Against K:
+//     64 x (4096 -> 4096) 17.0 and 64 x (14336 -> 4096) 47.2, so 0.19 us per k-tile and about
+//     4.9 us fixed; cuBLAS 14.9 and 47.0, 0.20 us and about 2.1 us fixed. The steady state is
+//     cuBLAS's; the fixed part was not.
+//   * Of the fixed part, the stores took about 3 us: no store at all, 64 x (4096 -> 64) 1.8
+//     against 4.7 (cuBLAS 2.7), 64 x (4096 -> 4096) 13.8 against 17.0. Element by element (2-byte
+//     stores, 16 bytes of 4 rows per warp store) they now go through shared memory as 16-byte
+//     rows (store_accumulators_transposed): 3.7 and 16.1. Prefetching the tensor maps
+//     (prefetch.tensormap before the grid dependency wait): no change.
+// So at 2560-row weights (two token tiles on 80 SMs), where the loads alone take 16.3 against
+// cuBLAS's 11.2 in all, the loads' rate is what is left: each SM receives 16 KiB per k-tile at
+// about 88 GB/s with 80 CTAs (126 GB/s with 40), cuBLAS's 126 GB/s with 80.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
@@ -261,8 +281,9 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // -> 4096) bt64 alone 0.88x against 0.84x. Not kept.
 struct SkinnyTiles {
   int bt = 0;       // tokens per tile (32 or 64); 0: no skinny tiles
-  int ctas = 1;     // 2: clusters of two CTAs sharing the weight tile
+  int ctas = 1;     // token tiles per cluster (2: two CTAs sharing the weight tile)
   int k_parts = 0;  // 2: clusters of two CTAs splitting each tile's k-tiles
+  int weight_ctas = 1;  // weight tiles per cluster (4: that many CTAs sharing a token tile)
 };
 
 inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
