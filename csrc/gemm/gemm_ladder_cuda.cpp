@@ -156,8 +156,8 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_pdl,
                     kOp, "tuning fields of '", variant,
                     "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), "
-                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2, k1 or k2, w1 or w4 and pdl0 or pdl1, "
-                    "got '",
+                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2, k1 or k2, w1 or w4 and pdl0 or "
+                    "pdl1, got '",
                     f,
                     "'");
     if (is_pdl) {
@@ -228,8 +228,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     "': the split along K in clusters (k2) is built for the skinny tiles (bt<n>) "
                     "only");
     CUDASTEPS_CHECK(tuning.weight_ctas <= 1 || tuning.bt != 0, kOp, "'", variant,
-                    "': clusters sharing the token tile (w4) are built for the skinny tiles (bt<n>) "
-                    "only");
+                    "': clusters sharing the token tile (w4) are built for the skinny tiles "
+                    "(bt<n>) only");
     CUDASTEPS_CHECK(tuning.k_parts != 2 || (tuning.ctas != 2 && tuning.weight_ctas <= 1), kOp,
                     "'", variant,
                     "': the skinny tiles split along K (k2) do not also share operand tiles (c2, "

@@ -68,9 +68,9 @@ struct HopperCfg {
   static constexpr int kWsSmemBytes = kSmemBytes + kStoreBytes;
   static_assert(kWsSmemBytes <= 227 * 1024, "a Hopper block has 227 KiB of shared memory");
   // The skinny tiles (BM 64, launch_skinny): after the barriers, the two of their split along K
-  // (combine_cluster_k_parts), then their transposed store's staging (store_accumulators_transposed):
-  // BN token rows of the tile's 64 features, each row padded by 16 bytes so that the 4 rows one
-  // warp's 2-byte writes reach at a time fall in different banks.
+  // (combine_cluster_k_parts), then their transposed store's staging
+  // (store_accumulators_transposed): BN token rows of the tile's 64 features, each row padded by
+  // 16 bytes so that the 4 rows one warp's 2-byte writes reach at a time fall in different banks.
   static constexpr int kTransposeRowBytes = 64 * kElemBytes + 16;
   static constexpr int kSkinnySmemBytes = kWsSmemBytes + 2 * 8 + BN * kTransposeRowBytes;
   static_assert(BM != 64 || kSkinnySmemBytes <= 227 * 1024, "the skinny tiles fit shared memory");

@@ -9,6 +9,8 @@
 //     by the last to arrive (deterministic), which then stores the tile as any other;
 //   * combine_cluster_k_parts: the skinny tiles' two k ranges, computed by the two CTAs of a
 //     cluster, added in k order in the first one's shared memory (deterministic);
+//   * store_accumulators_transposed: the skinny tiles' output, stored transposed through shared
+//     memory as 16-byte rows;
 //   * mm_bias_act_backward's stage (StageMode::kActGrad, in tc:ws_persistent's staged TMA stores
 //     for A row-major and B row-major, the layout of grad @ weight): each value staged is
 //     bias_act_backward's g * act'(x + bias) for the product g as mm writes it and the saved
@@ -683,6 +685,23 @@ __device__ __forceinline__ bool combine_cluster_k_parts(float (&d)[BN / 2], floa
   return stores;
 }
 
+// Calls fn(tl, fl, acc) for each of this thread's accumulators of a skinny tile: acc is the sum
+// for the tile's token tl and feature fl (the wgmma fragment's column and row).
+template <int BN, typename Fn>
+__device__ __forceinline__ void for_each_transposed(const float (&d)[BN / 2], Fn fn) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int f = warp * 16 + lane / 4;  // this thread's first feature (+ 8: its second)
+  const int c = 2 * (lane % 4);        // its first token (+ 1, + 8 j)
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) fn(c + 8 * j + e, f + 8 * h, d[4 * j + 2 * h + e]);
+    }
+  }
+}
+
 // The skinny tiles' store (launch_skinny): their kernel computes D' = W x^T, the weight's rows
 // times the tokens, whose element (m', n') is the output's (n', m'); `ep` is the original
 // problem's (out[token][feature]). The tile's tokens start at n0; those before n_first (a last
@@ -705,25 +724,14 @@ __device__ __forceinline__ void store_transposed_rows(const Epilogue<T>& ep,
   using E = typename tc::Elem<T>::type;
   static_assert(sizeof(E) == 2, "the skinny tiles: 16-bit outputs");
   constexpr int kRow = HopperCfg<T, BN, 64>::kTransposeRowBytes;
-  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-  const int f = warp * 16 + lane / 4;  // this thread's first feature in the tile (+ 8: its second)
-  const int c = 2 * (lane % 4);        // its first token in the tile (+ 1, + 8 j)
   warpgroup_barrier(1);  // the previous tile's reads of the staging are done
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int tl = c + 8 * j + e, fl = f + 8 * h;
-        const int64_t token = n0 + tl, feature = m0 + fl;
-        const bool inside = token < ep.M && feature < ep.N;
-        const float v = inside ? value_of(token, feature, d[4 * j + 2 * h + e]) : 0.f;
-        *reinterpret_cast<E*>(staging + tl * kRow + fl * 2) = tc::Elem<T>::from_float(v);
-      }
-    }
-  }
+  for_each_transposed<BN>(d, [&](int tl, int fl, float acc) {
+    const int64_t token = n0 + tl, feature = m0 + fl;
+    const float v = token < ep.M && feature < ep.N ? value_of(token, feature, acc) : 0.f;
+    *reinterpret_cast<E*>(staging + tl * kRow + fl * 2) = tc::Elem<T>::from_float(v);
+  });
   warpgroup_barrier(1);
+  const int t = threadIdx.x % 128;
   const bool rows_aligned = reinterpret_cast<uintptr_t>(ep.out) % 16 == 0 && ep.ldo % 8 == 0;
   // Token tl's features 8 ch .. 8 ch + 7: eight threads a row, BN rows.
   for (int i = t; i < BN * 8; i += 128) {
@@ -749,8 +757,8 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
                                                               int64_t n0, int64_t n_first,
                                                               uint8_t* staging) {
   if (!ep.fused()) {
-    store_transposed_rows<T, BN>(ep, d, m0, n0, n_first, staging,
-                                 [&](int64_t m, int64_t n, float acc) { return ep.value(m, n, acc); });
+    auto linear_value = [&](int64_t m, int64_t n, float acc) { return ep.value(m, n, acc); };
+    store_transposed_rows<T, BN>(ep, d, m0, n0, n_first, staging, linear_value);
     return;
   }
   // The activation is dispatched on once, outside the unrolled loops: inside them (a switch per
@@ -758,26 +766,15 @@ __device__ __forceinline__ void store_accumulators_transposed(const Epilogue<T>&
   tc::with_act(ep.act, [&](auto act) {
     constexpr elementwise::Act A = decltype(act)::value;
     if (ep.aux == nullptr) {
-      store_transposed_rows<T, BN>(
-          ep, d, m0, n0, n_first, staging,
-          [&](int64_t m, int64_t n, float acc) { return ep.template fused_value_as<A>(m, n, acc); });
+      auto fused_value = [&](int64_t m, int64_t n, float acc) {
+        return ep.template fused_value_as<A>(m, n, acc);
+      };
+      store_transposed_rows<T, BN>(ep, d, m0, n0, n_first, staging, fused_value);
       return;
     }
-    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    const int64_t row = m0 + warp * 16 + lane / 4;  // a feature: the output's column
-    const int64_t col = n0 + 2 * (lane % 4);        // a token: the output's row
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          if (col + 8 * j + e >= n_first) {
-            ep.template store_one_fused_as<A>(col + 8 * j + e, row + 8 * h, d[4 * j + 2 * h + e]);
-          }
-        }
-      }
-    }
+    for_each_transposed<BN>(d, [&](int tl, int fl, float acc) {
+      if (n0 + tl >= n_first) ep.template store_one_fused_as<A>(n0 + tl, m0 + fl, acc);
+    });
   });
 }
 

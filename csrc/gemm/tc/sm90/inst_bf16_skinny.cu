@@ -1,6 +1,7 @@
 // The skinny tiles of few-row linears for bf16 operands (launch_skinny, launch.cuh): 64 weight rows
 // by 16, 32 or 64 tokens, alone, in clusters sharing operand tiles, or split along K in pairs.
-// Apart from inst_bf16_nt.cu, which calls them, so that a parallel build compiles both side by side.
+// Apart from inst_bf16_nt.cu, which calls them, so that a parallel build compiles the two side
+// by side.
 #include "gemm/tc/sm90/instances.h"
 
 namespace cudasteps {

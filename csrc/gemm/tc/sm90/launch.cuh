@@ -568,7 +568,9 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
   swapped.M = pr.N;
   swapped.N = pr.M;
   HopperParams p = problem_params<Cfg>(swapped, Cfg::kElemBytes);
-  p.tma_store = false;  // the transposed store writes element by element
+  // The transposed store goes out through shared memory by thread (store_accumulators_transposed),
+  // not by TMA.
+  p.tma_store = false;
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
   // Each CTA loads 64 / cn rows of its weight tile and BT / cm of its token tile: the boxes.
   const CUtensorMap map_a =
@@ -580,9 +582,8 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
     p.k_tiles_per_split = ceil_div(p.k_tiles, 2);  // rank 1's range may be empty (one k-tile)
     // One cluster per tile.
     launch_clusters(wgmma_ws_kernel<T, BT, true, true, 2, T, T, 64, true, 1, true>, 2,
-                    p.raster.count(), p, map_a, map_b, map_a, ep,
-                    Cfg::kSkinnySmemBytes, stream, pr.tuning.pdl,
-                    Cfg::kThreads);
+                    p.raster.count(), p, map_a, map_b, map_a, ep, Cfg::kSkinnySmemBytes, stream,
+                    pr.tuning.pdl, Cfg::kThreads);
     return;
   }
   if (cm == 1 && cn == 1) {

@@ -256,7 +256,11 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //     (prefetch.tensormap before the grid dependency wait): no change.
 // So at 2560-row weights (two token tiles on 80 SMs), where the loads alone take 16.3 against
 // cuBLAS's 11.2 in all, the loads' rate is what is left: each SM receives 16 KiB per k-tile at
-// about 88 GB/s with 80 CTAs (126 GB/s with 40), cuBLAS's 126 GB/s with 80.
+// about 88 GB/s with 80 CTAs (126 GB/s with 40), cuBLAS's 126 GB/s with 80; DRAM gives the weight
+// at 1.3 TB/s there, 2.8 TB/s to 64 CTAs over K = 14336. Untried: L2 cache hints on the loads
+// (evict-first for the weight, read once per token tile; evict-last for the tokens, read by every
+// weight tile), two 128-byte boxes of K per stage (256 contiguous bytes of each weight row per
+// request), and a raster that puts the two CTAs of one weight tile side by side.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
