@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
   // The CTAs that load a stage together (each its slices of the shared tiles), and the grid they
   // form (ClusterGrid).
   constexpr int kLoadCtas = kClusterK ? 1 : Ctas;
-  using Grid = ClusterGrid<kLoadCtas, kClusterK ? 1 : kCtasN>;
+  using Grid = ClusterGrid<kLoadCtas, kCtasN>;  // kClusterK: 1 x 1, each CTA loading alone
   static_assert(kTransposedOut || Grid::kSharers <= 2, "pairs outside the skinny tiles");
   using Cfg = HopperCfg<T, BN, BM>;
   constexpr int S = Cfg::kStages;
