@@ -152,6 +152,10 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     const bool is_c = name == "c" && (value == 1 || value == 2);
     const bool is_k = name == "k" && (value == 1 || value == 2);
     const bool is_w = name == "w" && (value == 1 || value == 4);
+    if (name == "h" && (value == 0 || value == 1)) {  // the skinny tiles' L2 hints (a trial)
+      t.l2_hints = value == 1;
+      return;
+    }
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
     CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_pdl,
                     kOp, "tuning fields of '", variant,
@@ -234,6 +238,10 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     "'", variant,
                     "': the skinny tiles split along K (k2) do not also share operand tiles (c2, "
                     "w4)");
+    CUDASTEPS_CHECK(!tuning.l2_hints || (tuning.bt >= 32 && tuning.ctas != 2 &&
+                                         tuning.weight_ctas <= 1 && tuning.k_parts != 2),
+                    kOp, "'", variant,
+                    "': the skinny tiles' L2 hints (h1) are built for bt32 and bt64 alone only");
     CUDASTEPS_CHECK(tuning.weight_ctas <= 1 || (tuning.bt != 16 && dtype == at::kBFloat16), kOp,
                     "'", variant,
                     "': clusters sharing the token tile (w4) are built for bfloat16 in bt32 and "
@@ -248,7 +256,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     kernel = TcKernel::kWsMulticast;
     tuning = parse_ws_tuning(step.substr(13), variant);
     CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0 && tuning.bt == 0 &&
-                        tuning.ctas == 0 && tuning.k_parts == 0 && tuning.weight_ctas == 0,
+                        tuning.ctas == 0 && tuning.k_parts == 0 && tuning.weight_ctas == 0 &&
+                        !tuning.l2_hints,
                     kOp, "'", variant,
                     "': tc:ws_multicast takes bn128, bn256, s<splits> and pdl0 or pdl1 only");
   } else if (step == "ws_pingpong") {

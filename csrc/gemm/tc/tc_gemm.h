@@ -56,6 +56,9 @@ struct TcTuning {
   // loading its slice and multicasting it; with ctas 2 also sharing the weight tile: w4:c2, 4 x 2
   // clusters; the ladder's sweeps only); 0: one.
   int weight_ctas = 0;
+  // The skinny tiles' h1 (unclustered, bt32 and bt64): the weight's loads evict-first from L2, the
+  // tokens' evict-last.
+  bool l2_hints = false;
   // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.
   bool pdl = true;

@@ -166,7 +166,8 @@ __global__ void __launch_bounds__(256, 1)
 // outputs of few tiles, no extra bytes loaded, the halves added in k order in rank 0's shared
 // memory).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
-          int BM = 128, bool kTransposedOut = false, int kCtasN = 1, bool kClusterK = false>
+          int BM = 128, bool kTransposedOut = false, int kCtasN = 1, bool kClusterK = false,
+          bool kL2Hints = false>
 __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_b,
@@ -234,7 +235,7 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     // Producer: one thread issues every TMA; the warpgroup's other registers go to the consumers.
     producer_registers();
     if (threadIdx.x == 0) {
-      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, Grid::kCols, kTransposedOut>(
+      produce_tiles<T, BN, AK, BKm, kLoadCtas, Cfg, Grid::kCols, kTransposedOut, kL2Hints>(
           &map_a, &map_b, p, ring, full, empty, load_rank, first_unit, unit_step);
     }
   } else {

@@ -586,6 +586,16 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
                     pr.tuning.pdl, Cfg::kThreads);
     return;
   }
+  if (cm == 1 && cn == 1 && tiles.l2_hints) {
+    if constexpr (BT >= 32) {
+      launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true, 1, false, true>,
+                        p.raster.count(), sm_count(), map_a, map_b, map_a, p, ep,
+                        Cfg::kSkinnySmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
+      return;
+    }
+    TORCH_CHECK(false, "cudasteps.mm: the skinny tiles' L2 hints (h1) are built for bt32 and bt64 "
+                "alone only");
+  }
   if (cm == 1 && cn == 1) {
     launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, p.raster.count(),
                       sm_count(), map_a, map_b, map_a, p, ep, Cfg::kSkinnySmemBytes, stream,
@@ -624,7 +634,7 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   if (t.bt != 0) {
     if constexpr (kHalfBuilt && AK && BKm) {
       const SkinnyTiles forced{t.bt, t.ctas == 2 ? 2 : 1, t.k_parts,
-                               t.weight_ctas == 0 ? 1 : t.weight_ctas};
+                               t.weight_ctas == 0 ? 1 : t.weight_ctas, t.l2_hints};
       if (t.bt == 16) return launch_skinny<T, 16>(p, forced, stream);
       if (t.bt == 32) return launch_skinny<T, 32>(p, forced, stream);
       if (t.bt == 64) return launch_skinny<T, 64>(p, forced, stream);

@@ -113,13 +113,17 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], const uint8_t* 
 // TMA: one stage tile of an operand with `Rows` rows along M (or N) starting at mn0, k-tile kt.
 // K-major: one box of BK x Rows. MN-major: Rows / BK boxes of BK (MN, 128 bytes) x BK, one block
 // each.
-// cta_mask != 0: multicast to those CTAs of the cluster (tma_load_2d_multicast).
+// cta_mask != 0: multicast to those CTAs of the cluster (tma_load_2d_multicast); else, with
+// policy != 0, the loads carry that L2 cache policy (tma_load_2d_hinted).
 template <bool KMajor, int Rows, int BK>
 __device__ __forceinline__ void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar,
-                                         int mn0, int kt, uint16_t cta_mask = 0) {
+                                         int mn0, int kt, uint16_t cta_mask = 0,
+                                         uint64_t policy = 0) {
   auto box = [&](uint8_t* to, int inner, int outer) {
     if (cta_mask) {
       tma_load_2d_multicast(to, map, bar, inner, outer, cta_mask);
+    } else if (policy) {
+      tma_load_2d_hinted(to, map, bar, inner, outer, policy);
     } else {
       tma_load_2d(to, map, bar, inner, outer);
     }
@@ -234,7 +238,7 @@ __device__ __forceinline__ int64_t b_tile_origin(const HopperParams& p, int tn) 
 // no other CTA shares is loaded whole. A slice sits at the same place in every CTA's stage.
 // Cfg: the tile configuration (HopperCfg, or tc:fp8_ws256's Fp8WideCfg: 256 rows of A per stage).
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, typename Cfg = HopperCfg<T, BN>,
-          int kCtasN = 1, bool kShiftLastB = false>
+          int kCtasN = 1, bool kShiftLastB = false, bool kL2Hints = false>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CUtensorMap* map_b,
                                               const HopperParams& p, uint8_t* ring, uint64_t* full,
                                               uint64_t* empty, uint32_t rank, int first_unit,
@@ -249,6 +253,10 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
   const int b_slice = Grid::row(rank) * kBRows;
   const uint16_t a_mask = kCtasN == 1 ? 0 : Grid::row_mask(rank);
   const uint16_t b_mask = Grid::kRows == 1 ? 0 : Grid::col_mask(rank);
+  // kL2Hints (the skinny tiles' h1, unclustered): A, the weight, is read once per token tile and
+  // goes first; B, the tokens, is read by every weight tile and stays.
+  const uint64_t a_policy = kL2Hints ? l2_evict_first_policy() : 0;
+  const uint64_t b_policy = kL2Hints ? l2_evict_last_policy() : 0;
   int stage = 0, phase = 0;
   UnitWalk walk(p, first_unit, unit_step);
   WorkUnit u;
@@ -262,9 +270,9 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
       uint8_t* dst = ring + stage * Cfg::kStageBytes;
       mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
       tma_tile<AK, kARows, Cfg::BK>(dst + a_slice * 128, map_a, &full[stage],
-                                    tm * Cfg::BM + a_slice, kt, a_mask);
+                                    tm * Cfg::BM + a_slice, kt, a_mask, a_policy);
       tma_tile<BKm, kBRows, Cfg::BK>(dst + Cfg::kABytes + b_slice * 128, map_b, &full[stage],
-                                     b_origin + b_slice, kt, b_mask);
+                                     b_origin + b_slice, kt, b_mask, b_policy);
       if (++stage == Cfg::kStages) stage = 0, phase ^= 1;
     }
   }

@@ -132,6 +132,37 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 #endif
 }
 
+// tma_load_2d with an L2 eviction priority for the lines it reads (`policy`: l2_evict_first_policy
+// or l2_evict_last_policy).
+__device__ __forceinline__ void tma_load_2d_hinted(void* dst, const CUtensorMap* map,
+                                                   uint64_t* bar, int k, int row,
+                                                   uint64_t policy) {
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(k), "r"(row), "l"(policy)
+      : "memory");
+#endif
+}
+
+// L2 cache policies for tma_load_2d_hinted: lines read once go first (evict_first), lines every
+// CTA reads again stay longest (evict_last).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy = 0;
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_evict_last_policy() {
+  uint64_t policy = 0;
+#ifdef CUDASTEPS_SM90A_DEVICE
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+
 // The same box, written to the same shared-memory offset in every CTA of the cluster named in
 // `cta_mask` (bit i: CTA rank i), each CTA's copy of `bar` counting the bytes it received.
 __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map,

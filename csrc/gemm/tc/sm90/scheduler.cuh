@@ -288,6 +288,7 @@ struct SkinnyTiles {
   int ctas = 1;     // token tiles per cluster (2: two CTAs sharing the weight tile)
   int k_parts = 0;  // 2: clusters of two CTAs splitting each tile's k-tiles
   int weight_ctas = 1;  // weight tiles per cluster (4: that many CTAs sharing a token tile)
+  bool l2_hints = false;  // the loads' L2 policies: the weight evict-first, the tokens evict-last
 };
 
 inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
