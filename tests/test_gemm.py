@@ -819,7 +819,7 @@ def test_ws_skinny_tiles():
             alone = {}
             clusters = ("bt32:w4", "bt64:w4", "w4:c2:bt32", "bt64:w4:c2") if dtype == torch.bfloat16 else ()
             for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64", *clusters, "bt16:k2",
-                           "bt32:k2", "k2:bt64", "bt32:h1", "bt64:h1"):
+                           "bt32:k2", "k2:bt64", "bt32:h1", "bt64:h1", "bt64:g1", "bt32:g1"):
                 poison_allocator(m * n, dtype)
                 out = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (fields, dtype, m, n, k)

@@ -156,6 +156,10 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
       t.l2_hints = value == 1;
       return;
     }
+    if (name == "g" && (value == 1 || value == 8)) {  // the skinny tiles' raster group (a trial)
+      t.raster_group = value;
+      return;
+    }
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
     CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_pdl,
                     kOp, "tuning fields of '", variant,
@@ -238,6 +242,8 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
                     "'", variant,
                     "': the skinny tiles split along K (k2) do not also share operand tiles (c2, "
                     "w4)");
+    CUDASTEPS_CHECK(tuning.raster_group == 0 || tuning.bt != 0, kOp, "'", variant,
+                    "': the raster group (g1, g8) is the skinny tiles' (bt<n>) only");
     CUDASTEPS_CHECK(!tuning.l2_hints || (tuning.bt >= 32 && tuning.ctas != 2 &&
                                          tuning.weight_ctas <= 1 && tuning.k_parts != 2),
                     kOp, "'", variant,
@@ -257,7 +263,7 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
     tuning = parse_ws_tuning(step.substr(13), variant);
     CUDASTEPS_CHECK(tuning.bn != 64 && tuning.bm == 0 && tuning.tail_split < 0 && tuning.bt == 0 &&
                         tuning.ctas == 0 && tuning.k_parts == 0 && tuning.weight_ctas == 0 &&
-                        !tuning.l2_hints,
+                        !tuning.l2_hints && tuning.raster_group == 0,
                     kOp, "'", variant,
                     "': tc:ws_multicast takes bn128, bn256, s<splits> and pdl0 or pdl1 only");
   } else if (step == "ws_pingpong") {

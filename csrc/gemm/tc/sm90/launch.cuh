@@ -571,6 +571,7 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
   // The transposed store goes out through shared memory by thread (store_accumulators_transposed),
   // not by TMA.
   p.tma_store = false;
+  if (pr.tuning.raster_group != 0) p.raster.group = pr.tuning.raster_group;  // the ladder's g<n>
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
   // Each CTA loads 64 / cn rows of its weight tile and BT / cm of its token tile: the boxes.
   const CUtensorMap map_a =
