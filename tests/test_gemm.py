@@ -819,7 +819,7 @@ def test_ws_skinny_tiles():
             alone = {}
             clusters = ("bt32:w4", "bt64:w4", "w4:c2:bt32", "bt64:w4:c2") if dtype == torch.bfloat16 else ()
             for fields in ("bt16", "bt32", "bt64", "bt16:c2", "bt32:c2", "c2:bt64", *clusters, "bt16:k2",
-                           "bt32:k2", "k2:bt64", "bt32:h1", "bt64:h1", "bt64:g1", "bt32:g1"):
+                           "bt32:k2", "k2:bt64", "bt32:h1", "bt64:h1", "bt64:g8", "bt32:g8"):
                 poison_allocator(m * n, dtype)
                 out = G.run_ladder(f"tc:ws_persistent:{fields}", x, w.t())
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (fields, dtype, m, n, k)
@@ -860,9 +860,8 @@ def test_ws_skinny_tiles():
 
 
 def skinny_tiles(m, n, sms):
-    """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>``, ``bt64:c2`` or
-    ``bt<n>:k2``) of the skinny tiles a linear of m tokens and n output features runs in ("":
-    none)."""
+    """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>`` or ``bt<n>:k2``) of the
+    skinny tiles a linear of m tokens and n output features runs in ("": none)."""
     weight_tiles = -(-n // 64)
     if m <= 16 or m > 128 or weight_tiles * 9 < sms:
         return ""
@@ -877,15 +876,13 @@ def skinny_tiles(m, n, sms):
             return "bt32"
     if m <= 64:
         return "bt32" if m <= 32 else "bt64"
-    if 2 * weight_tiles > sms:
-        return ""
-    return "bt64:c2" if weight_tiles * 3 > sms else "bt64"
+    return "" if 2 * weight_tiles > sms else "bt64"
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_few_rows_rules():
     """Linears of 17-128 tokens: in the layout x @ weight^T the skinny tiles where
-    sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:c2|:k2]'s output),
+    sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:k2]'s output),
     else, for at most 64 rows whose 128 x 128 tiles leave half the SMs idle, those tiles in
     split-K's k ranges (few_rows_split_k: bitwise tc:ws_persistent:bn128:ts0's output, the same
     tiles and ranges); x @ weight with the weight stored K x N takes the latter rule only. Every

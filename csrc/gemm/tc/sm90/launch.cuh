@@ -536,8 +536,10 @@ void launch_tall(const TcProblem& pr, cudaStream_t stream) {
 //   * ctas (token tiles per cluster) and weight_ctas (weight tiles per cluster): clusters of
 //     weight_ctas x ctas CTAs on adjacent tiles (ClusterGrid, mainloop.cuh), each loading its
 //     slice of the weight tile its row shares and of the token tile its column shares and
-//     multicasting them: bt<n>:c2 (1 x 2, skinny_tiles' choice for 65-128 tokens), and for the
-//     ladder's sweeps bt<32|64>:w4:c2 (4 x 2: cuBLAS's clusters for 64-128 tokens) and w4 (4 x 1);
+//     multicasting them, for the ladder's sweeps (slower than single CTAs in raster group 1 on
+//     every shape measured, scheduler.cuh): bt<n>:c2 (1 x 2; skinny_tiles' choice for 65-128
+//     tokens until 2026-11-27), bt<32|64>:w4:c2 (4 x 2: cuBLAS's clusters for 64-128 tokens) and
+//     w4 (4 x 1);
 //   * k_parts 2 (bt<n>:k2, and skinny_tiles' choice against small weights): in clusters of two
 //     CTAs on the same tile, each over half of its k-tiles (loading its own operands), rank 1's
 //     sums added into rank 0's in its shared memory (combine_cluster_k_parts): twice the CTAs for
@@ -571,7 +573,10 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
   // The transposed store goes out through shared memory by thread (store_accumulators_transposed),
   // not by TMA.
   p.tma_store = false;
-  if (pr.tuning.raster_group != 0) p.raster.group = pr.tuning.raster_group;  // the ladder's g<n>
+  // Raster group 1: the token tiles of one weight tile on consecutive CTAs, which then stream the
+  // same weight rows side by side (the ladder's g8 is the other kernels' order, 8 weight tiles
+  // down before the next token tile). scheduler.cuh's skinny_tiles has the measurements.
+  p.raster.group = pr.tuning.raster_group != 0 ? pr.tuning.raster_group : 1;
   const Epilogue<T> ep = Epilogue<T>::from(pr);  // the original problem's output
   // Each CTA loads 64 / cn rows of its weight tile and BT / cm of its token tile: the boxes.
   const CUtensorMap map_a =

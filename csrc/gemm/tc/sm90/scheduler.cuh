@@ -183,10 +183,9 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //     last 64-token tile repeats 32 or more of the first's); else, for 65-128 tokens, bt 32
 //     unsplit where its tiles fit one wave;
 //   * otherwise bt 32 up to 32 tokens, bt 64 up to 64 (DRAM-bound there: splitting K or more
-//     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64 in clusters of two
-//     CTAs (ctas 2: the two token tiles of one weight tile, each CTA loading half the weight tile
-//     and multicasting it to both) where the weight has more tiles than a third of the SMs, alone
-//     where fewer;
+//     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64, one CTA per tile;
+//   * every skinny launch in raster group 1 (launch_skinny): the token tiles of one weight tile
+//     on consecutive CTAs.
 //   * none (bt 0: few_rows_split_k and persistent_bn decide) where the weight has fewer tiles than
 //     a ninth of the SMs, or for 65-128 tokens more than half the SMs' worth (128 x 128 tiles).
 // The split along K measured on an H100 (2026-11-27, bf16, K = 4096, CUDA-graph replays, weight
@@ -257,10 +256,40 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // So at 2560-row weights (two token tiles on 80 SMs), where the loads alone take 16.3 against
 // cuBLAS's 11.2 in all, the loads' rate is what is left: each SM receives 16 KiB per k-tile at
 // about 88 GB/s with 80 CTAs (126 GB/s with 40), cuBLAS's 126 GB/s with 80; DRAM gives the weight
-// at 1.3 TB/s there, 2.8 TB/s to 64 CTAs over K = 14336. Untried: L2 cache hints on the loads
+// at 1.3 TB/s there, 2.8 TB/s to 64 CTAs over K = 14336. Then untried: L2 cache hints on the loads
 // (evict-first for the weight, read once per token tile; evict-last for the tokens, read by every
 // weight tile), two 128-byte boxes of K per stage (256 contiguous bytes of each weight row per
 // request), and a raster that puts the two CTAs of one weight tile side by side.
+// The first and last of those, and a staggered k order, tried (H100, 2026-11-27, bf16,
+// tile_sweep.py --graph, us, two runs each; cuBLAS in brackets):
+//   * Raster group 1 (the ladder's g1; g8 the order before): kept, the default. Single CTAs,
+//     bt64 g8 -> g1: 128 x (4096 -> 2560) 15.1-15.6 -> 14.2-14.4 [11.0-11.1]; 128 x (-> 3072)
+//     15.9 -> 14.7 [12.3]; 128 x (-> 4096) 18.5-18.9 -> 17.8-18.2 [14.9-15.1]; 96 x (-> 4096)
+//     18.2 -> 17.5; 80 x (-> 4096) 18.2-18.7 -> 17.6-18.1; 128 x (14336 -> 4096) 53.6-55.8 ->
+//     50.8-52.3 [52.0]. bt32 96 x (-> 2560) 13.5 -> 13.1 [11.5-12.2], bt32 64 x (-> 4096) 17.3 ->
+//     16.5. Split along K (k2), bt64: g1 faster on 7 of 9 shapes (128 x (14336 -> 4096) 59.5 ->
+//     57.0), slower on 128 x (4096 -> 1088) 10.2 -> 10.4-10.5 [8.9]; kept there too, for one rule.
+//     With group 1, single CTAs beat the pairs sharing the weight tile (bt64:c2, the rule's choice
+//     before for weights of more than a third of the SMs' tiles) everywhere: 128 x (-> 4096) 17.8
+//     against 18.2-18.5, 96 x 17.5 / 18.6-18.8, 128 x (-> 3072) 14.7 / 17.3, 128 x (14336 ->
+//     4096) 50.9 / 58.9-59.4. So the pairs left the rule.
+//   * L2 cache hints (bt<32|64>:h1: weight loads evict-first, token loads evict-last; a ladder
+//     variant, not the default): 128 x (4096 -> 4096) 16.7-17.0 against 17.8 (group 1 both), 96 x
+//     16.9 / 17.5, 80 x 16.8-16.9 / 17.6; but 128 x (-> 2560) 16.2 / 14.4, 128 x (-> 3072) 16.2
+//     / 14.7, 128 x (14336 -> 4096) 55.1-55.3 / 50.8-51.4, 96 x (-> 2560) bt64 16.1 / 14.3.
+//     A gain on one weight size and a loss on its neighbours is no rule.
+//   * A staggered k order: each tile's k-tiles from (tile row % n) / n of K, wrapping around, so
+//     that the CTAs sharing a token tile read different k-tiles of it at a time (bt64, n = 4 / 8,
+//     group 1 and 8): slower everywhere, 128 x (-> 2560) 15.3 -> 18.6 / 20.8, 128 x (-> 4096)
+//     18.9 -> 20.0 / 21.0, 128 x (14336 -> 4096) 55.0 -> 59.0 / 62.7. Not kept: the skinny
+//     tiles run best with every CTA at the same k, which group 1 carries further, to the CTAs
+//     of one weight tile side by side.
+//   Under ncu (base clocks, cold L2, 128 x (4096 -> 2560)): cuBLAS 14.3 us, bt64 22.0-22.2 (g8)
+//   / 22.0 (g1) / w4:c2 27.1-27.6; every kernel moved the same 83.9 MB from L2 into the SMs and
+//   read 22.0-22.1 MB from DRAM, cuBLAS with 45.6 MB of L2 traffic against 84-86 (g8), 68-70
+//   (g1), 59.5 (w4:c2), DRAM 46% busy against 24-30%, L2 47% against 30-43%: no unit near its
+//   peak, so what bounds the skinny tiles is still latency, not bandwidth. Untried: two 128-byte
+//   boxes of K per stage.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
@@ -308,7 +337,7 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   // 65-128 tokens (two 64-token tiles per weight tile): more than one wave of pairs takes 128 x
   // 128 tiles.
   if (2 * weight_tiles > sms) return {};
-  return weight_tiles * 3 > sms ? SkinnyTiles{64, 2, 0} : SkinnyTiles{64, 1, 0};
+  return {64, 1, 0};
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
