@@ -794,16 +794,17 @@ def test_ws_tall_tiles(ta, tb):
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_ws_skinny_tiles():
-    """tc:ws_persistent:bt<16|32|64>[:c2|:k2|:w4], the skinny tiles of few-row linears (the
+    """tc:ws_persistent:bt<16|32|64>[:c2|:k2|:w4|:h1|:g8], the skinny tiles of few-row linears (the
     swapped product W x^T in 64 x bt tiles, stored transposed; c2: in pairs sharing the weight
     tile; w4 (bf16): in clusters of 4 weight tiles sharing the token tile, with c2 both (4 x 2
     clusters of 8 CTAs); k2: in pairs splitting each tile's K, the halves added in the first CTA's
-    shared memory): within the dtype's bound of the float64 product, every element written
-    (poisoned output), for token counts below, at and above a tile (a cluster's tiles past the
-    tokens and past the weight's rows too), K no multiple of a k-tile and of one k-tile (k2's
-    second half empty), feature counts no multiple of 64; the clusters sharing tiles bitwise the
-    unclustered tiles' product (each tile's sums in the same order), k2 the same bits run to run;
-    and refused by name where not built."""
+    shared memory; h1: the loads with L2 cache hints; g8: the raster before group 1): within the
+    dtype's bound of the float64 product, every element written (poisoned output), for token
+    counts below, at and above a tile (a cluster's tiles past the tokens and past the weight's rows
+    too), K no multiple of a k-tile and of one k-tile (k2's second half empty), feature counts no
+    multiple of 64; the clusters sharing tiles, h1 and g8 bitwise the unclustered tiles' product
+    (each tile's sums in the same order), k2 the same bits run to run; and refused by name where
+    not built."""
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [
             (32, 4096, 4096),

@@ -156,7 +156,7 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
       t.l2_hints = value == 1;
       return;
     }
-    if (name == "g" && (value == 1 || value == 8)) {  // the skinny tiles' raster group (a trial)
+    if (name == "g" && (value == 1 || value == 8)) {  // the skinny tiles' raster group (g1 theirs)
       t.raster_group = value;
       return;
     }

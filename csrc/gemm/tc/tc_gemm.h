@@ -59,8 +59,9 @@ struct TcTuning {
   // The skinny tiles' h1 (unclustered, bt32 and bt64): the weight's loads evict-first from L2, the
   // tokens' evict-last.
   bool l2_hints = false;
-  // The skinny tiles' raster group (g1: the token tiles of one weight tile on consecutive CTAs;
-  // 0: the raster's default, 8 weight tiles down before the next token tile). A trial.
+  // The skinny tiles' raster group (0 or g1: the token tiles of one weight tile on consecutive
+  // CTAs, their default; g8: the other kernels' order, 8 weight tiles down before the next token
+  // tile, the skinny tiles' before 2026-11-27).
   int raster_group = 0;
   // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.

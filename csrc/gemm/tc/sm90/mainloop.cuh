@@ -255,8 +255,8 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap* map_a, const CU
   const uint16_t b_mask = Grid::kRows == 1 ? 0 : Grid::col_mask(rank);
   // kL2Hints (the skinny tiles' h1, unclustered): A, the weight, is read once per token tile and
   // goes first; B, the tokens, is read by every weight tile and stays.
-  const uint64_t a_policy = kL2Hints ? l2_evict_first_policy() : 0;
-  const uint64_t b_policy = kL2Hints ? l2_evict_last_policy() : 0;
+  const uint64_t a_policy = kL2Hints ? l2_policy<true>() : 0;
+  const uint64_t b_policy = kL2Hints ? l2_policy<false>() : 0;
   int stage = 0, phase = 0;
   UnitWalk walk(p, first_unit, unit_step);
   WorkUnit u;

@@ -132,8 +132,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 #endif
 }
 
-// tma_load_2d with an L2 eviction priority for the lines it reads (`policy`: l2_evict_first_policy
-// or l2_evict_last_policy).
+// tma_load_2d with an L2 eviction priority for the lines it reads (`policy`: l2_policy's).
 __device__ __forceinline__ void tma_load_2d_hinted(void* dst, const CUtensorMap* map,
                                                    uint64_t* bar, int k, int row,
                                                    uint64_t policy) {
@@ -146,19 +145,17 @@ __device__ __forceinline__ void tma_load_2d_hinted(void* dst, const CUtensorMap*
 #endif
 }
 
-// L2 cache policies for tma_load_2d_hinted: lines read once go first (evict_first), lines every
-// CTA reads again stay longest (evict_last).
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+// An L2 cache policy for tma_load_2d_hinted: kEvictFirst for lines read once (they go first),
+// else evict_last for lines every CTA reads again (they stay longest).
+template <bool kEvictFirst>
+__device__ __forceinline__ uint64_t l2_policy() {
   uint64_t policy = 0;
 #ifdef CUDASTEPS_SM90A_DEVICE
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-#endif
-  return policy;
-}
-__device__ __forceinline__ uint64_t l2_evict_last_policy() {
-  uint64_t policy = 0;
-#ifdef CUDASTEPS_SM90A_DEVICE
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  if constexpr (kEvictFirst) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  }
 #endif
   return policy;
 }
