@@ -205,8 +205,8 @@ def test_leading_dims_empty_and_views(device):
 # (32, 512, 4096): a 32-row product whose tiles sm90/scheduler.cuh's few_rows_split_k splits along
 # K on a Hopper GPU, in linear and in every fused step alike; (48, 4104, 520): skinny tiles there
 # (skinny_tiles), the fused stage's output staged through shared memory and its aux stored element
-# by element (store_accumulators_transposed); (100, 4104, 520): the same in clusters
-# of two CTAs sharing the weight tile; (48, 1000, 520): in clusters of two CTAs splitting K.
+# by element (store_accumulators_transposed); (100, 4104, 520): the same in two token tiles
+# per weight tile; (48, 1000, 520): in clusters of two CTAs splitting K.
 AUX_SHAPES = [
     (17, 33, 65),
     (300, 520, 72),
@@ -254,8 +254,8 @@ def test_fused_and_two_pass_agree():
     The ladder's fused steps split K their own way (other fp32 sums): within a few units of the
     dtype's rounding. Act none is linear's single rounding of product + bias in every mode.
     48 x 4104 x 520: a few-row product in skinny tiles, whose fused stage is staged through shared
-    memory (sm90/scheduler.cuh's skinny_tiles); 100 x 4104 x 520 the same in clusters of two
-    sharing the weight tile, 48 x 1000 x 520 in clusters of two splitting K."""
+    memory (sm90/scheduler.cuh's skinny_tiles); 100 x 4104 x 520 the same in two token tiles per
+    weight tile, 48 x 1000 x 520 in clusters of two splitting K."""
     for dtype, act, (m, n, k) in itertools.product(
         (torch.bfloat16, torch.float16),
         ACTS,

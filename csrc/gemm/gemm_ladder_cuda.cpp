@@ -152,24 +152,18 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
     const bool is_c = name == "c" && (value == 1 || value == 2);
     const bool is_k = name == "k" && (value == 1 || value == 2);
     const bool is_w = name == "w" && (value == 1 || value == 4);
-    if (name == "h" && (value == 0 || value == 1)) {  // the skinny tiles' L2 hints (a trial)
-      t.l2_hints = value == 1;
-      return;
-    }
-    if (name == "g" && (value == 1 || value == 8)) {  // the skinny tiles' raster group (g1 theirs)
-      t.raster_group = value;
-      return;
-    }
+    const bool is_g = name == "g" && (value == 1 || value == 8);  // the skinny tiles' raster group
+    const bool is_h = name == "h" && (value == 0 || value == 1);  // the skinny tiles' L2 hints
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
-    CUDASTEPS_CHECK(is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_pdl,
-                    kOp, "tuning fields of '", variant,
-                    "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), "
-                    "ts0 or ts1, bt16, bt32 or bt64, c1 or c2, k1 or k2, w1 or w4 and pdl0 or "
-                    "pdl1, got '",
-                    f,
-                    "'");
-    if (is_pdl) {
-      t.pdl = value == 1;
+    CUDASTEPS_CHECK(
+        is_bn || is_bm || is_s || is_ts || is_bt || is_c || is_k || is_w || is_g || is_h || is_pdl,
+        kOp, "tuning fields of '", variant,
+        "' must be bn64, bn128 or bn256, bm128 or bm192, s<splits> (splits >= 1), ts0 or ts1, "
+        "bt16, bt32 or bt64, c1 or c2, k1 or k2, w1 or w4, g1 or g8, h0 or h1 and pdl0 or pdl1, "
+        "got '",
+        f, "'");
+    if (is_pdl || is_h) {
+      (is_pdl ? t.pdl : t.l2_hints) = value == 1;
       return;
     }
     (is_bn   ? t.bn
@@ -179,6 +173,7 @@ TcTuning parse_ws_tuning(const std::string& fields, const std::string& variant) 
      : is_bt ? t.bt
      : is_k  ? t.k_parts
      : is_w  ? t.weight_ctas
+     : is_g  ? t.raster_group
              : t.ctas) = value;
   });
   return t;

@@ -592,21 +592,17 @@ void launch_skinny(const TcProblem& pr, const SkinnyTiles& tiles, cudaStream_t s
                     pr.tuning.pdl, Cfg::kThreads);
     return;
   }
-  if (cm == 1 && cn == 1 && tiles.l2_hints) {
-    if constexpr (BT >= 32) {
-      launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true, 1, false, true>,
-                        p.raster.count(), sm_count(), map_a, map_b, map_a, p, ep,
+  if (cm == 1 && cn == 1) {  // single CTAs, persistent
+    auto launch_alone = [&](auto kernel) {
+      launch_persistent(kernel, p.raster.count(), sm_count(), map_a, map_b, map_a, p, ep,
                         Cfg::kSkinnySmemBytes, stream, pr.tuning.pdl, Cfg::kThreads);
-      return;
+    };
+    if (!tiles.l2_hints) return launch_alone(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>);
+    if constexpr (BT >= 32) {
+      return launch_alone(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true, 1, false, true>);
     }
     TORCH_CHECK(false, "cudasteps.mm: the skinny tiles' L2 hints (h1) are built for bt32 and bt64 "
                 "alone only");
-  }
-  if (cm == 1 && cn == 1) {
-    launch_persistent(wgmma_ws_kernel<T, BT, true, true, 1, T, T, 64, true>, p.raster.count(),
-                      sm_count(), map_a, map_b, map_a, p, ep, Cfg::kSkinnySmemBytes, stream,
-                      pr.tuning.pdl, Cfg::kThreads);
-    return;
   }
   // The raster walks tile groups, cm weight tiles by cn token tiles each.
   p.raster.tiles_m = int(ceil_div<int64_t>(p.raster.tiles_m, cm));
