@@ -179,9 +179,11 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //     busy pull fewer bytes per second than DRAM gives), so the tiles are split along K over
 //     clusters of two CTAs (k_parts 2: each CTA half the k-tiles, the halves added in the first
 //     CTA's shared memory) wherever that stays within one wave: bt 32 if its tiles' halves fit
-//     (fewest bytes per CTA), else bt 64 (always, up to 64 tokens; not over 65-96 tokens, whose
-//     last 64-token tile repeats 32 or more of the first's); else, for 65-128 tokens, bt 32
-//     unsplit where its tiles fit one wave;
+//     (fewest bytes per CTA), else (33-64 tokens) the next rule, else bt 64 (not over 65-96
+//     tokens, whose last 64-token tile repeats 32 or more of the first's); else, for 65-128
+//     tokens, bt 32 unsplit where its tiles fit one wave;
+//   * 33-64 tokens, any weight: bt 32 unsplit (two token tiles per weight tile) where its tiles
+//     take at most seven eighths of the SMs;
 //   * otherwise bt 32 up to 32 tokens, bt 64 up to 64 (DRAM-bound there: splitting K or more
 //     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64, one CTA per tile;
 //   * every skinny launch in raster group 1 (launch_skinny): the token tiles of one weight tile
@@ -290,6 +292,24 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //   (g1), 59.5 (w4:c2), DRAM 46% busy against 24-30%, L2 47% against 30-43%: no unit near its
 //   peak, so what bounds the skinny tiles is still latency, not bandwidth. Untried: two 128-byte
 //   boxes of K per stage.
+// 33-64 tokens in two unsplit 32-token tiles (H100, 2026-11-28, bf16, K = 4096, tile_sweep.py
+// --graph, us, two runs alike; bt32 / bt64 / bt64:k2, the rule's choice before marked *; cuBLAS):
+// 33 x (4096 -> 2560) 12.5 / 14.3 / *15.2 [12.6]; 40 x 12.5 / 14.0 / *14.4 [12.5]; 48 x 12.5 /
+// 14.1 / *13.8 [12.5]; 56 x 12.5 / 14.0 / *13.8 [10.6]; 64 x 12.5 / 14.1 / *13.8 [10.7]; 64 x (->
+// 3072) 13.0 / *14.4 / 14.5 [11.9]; 64 x (-> 3584), 112 bt32 tiles: 14.3 / *14.8 / 15.5 [13.1];
+// 48 x (-> 4096), 128: 16.6 / *15.9 / 16.6 [14.7]; 64 x (-> 4096) 16.5 / *16.0 / 16.7 [15.0].
+// Where one wave holds their halves, split bt 32 tiles stay ahead: 48 and 64 x (-> 2048) bt32:k2
+// 11.3-11.4 against 12.2 unsplit [11.1]. (The old entries below, bt32 behind bt64:k2 at 48 x (-> 2560), were
+// measured before raster group 1.)
+// Two more trials against the 65-128-token gap, not kept (H100, 2026-11-28, graph replays, us,
+// two runs alike): the ring's depth (the unused TMA-store staging given to the ring: bt64 13
+// stages, as cuBLAS's kernel has, or 8; bt32 18 or 10): 128 x (4096 -> 2560) bt64 14.2 / q13 14.2
+// / q8 14.6, 128 x (-> 4096) 18.3 / 18.2 / 17.8, 64 x (-> 4096) 16.1 / 16.0 / 17.0, bt32 64 x (->
+// 2560) 12.6 / q18 12.7 / q10 12.6: the bytes in flight per CTA do not bound them. And in the
+// clusters sharing the weight tile (c2) or both operands (w4:c2), one release arrive per CTA
+// after a named barrier of its consumer warps instead of one per consumer warp: 128 x (-> 2560)
+// c2 16.8 -> 16.7, w4:c2 18.0 -> 19.3; 128 x (-> 4096) c2 17.8 -> 17.7, w4:c2 33.3 -> 35.6: the
+// release round trip is not what holds the clusters back.
 // Before the split (H100, bf16, CUDA-graph replays, weight out of L2, us: bt32 / bt64 / 128 x 128
 // tiles in split-K's ranges / cuBLAS; two runs where they disagree): 32 x (4096 -> 4096) 15.7-16.4
 // / 17.9-18.1 / 19.5 / 14.6; 48 x 18.9 / 16.2 / 20.0 / 14.7; 64 x 16.4-17.9 / 16.3-16.9 / 21.9 /
@@ -326,11 +346,14 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   if (rows <= 16 || rows > 128 || weight_tiles * 9 < sms) return {};
   const int64_t bt32_tiles = weight_tiles * ceil_div<int64_t>(rows, 32);
   const int64_t bt64_tiles = weight_tiles * ceil_div<int64_t>(rows, 64);
+  if (weight_tiles * 3 <= sms && 2 * bt32_tiles <= sms) return {32, 1, 2};  // a small weight
+  // 33-64 tokens: two 32-token tiles per weight tile, unsplit, up to seven eighths of the SMs
+  // (beyond that a 64-token tile's fewer CTAs win).
+  if (rows > 32 && rows <= 64 && 8 * bt32_tiles <= 7 * sms) return {32, 1, 0};
   if (weight_tiles * 3 <= sms) {  // a small weight: split where one wave holds the halves
-    if (2 * bt32_tiles <= sms) return {32, 1, 2};
     // bt 64 over 65-96 tokens loads a second, mostly repeated token tile (b_tile_origin).
     const bool bt64_half_empty = rows > 64 && rows % 64 != 0 && rows % 64 <= 32;
-    if (2 * bt64_tiles <= sms && !bt64_half_empty) return {64, 1, 2};  // <= 64 tokens: always
+    if (2 * bt64_tiles <= sms && !bt64_half_empty) return {64, 1, 2};
     if (bt32_tiles <= sms) return {32, 1, 0};
   }
   if (rows <= 64) return rows <= 32 ? SkinnyTiles{32, 1, 0} : SkinnyTiles{64, 1, 0};
