@@ -15,11 +15,13 @@ rotate through more than twice the L2. Each figure is us per call and the ratio 
 last column is the largest error of any of them against the float64 product, relative to its
 largest magnitude.
 
-It is how kHalfTileCost, kHalfMaxKRanges and kTallTileCost (sm90/scheduler.cuh) were chosen;
-rerun it after changing them. With --graph, how skinny_tiles' tiles were (variants bt32, bt64:k2,
-bt64:c2, ...). --dtype tf32 runs float32 operands with torch's TF32 switch on for both sides: with
-variants such as tc:ws_tf32_rs against what tc:final picks for an MN-major operand (hopper.cu's
-tc_hopper_tf32_rs_wanted), e.g. --shapes 64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.
+It is how kHalfTileCost, kHalfMaxKRanges and kTallTileCost (sm90/scheduler.cuh) were chosen; rerun
+it after changing them. --warm times the operands warm in L2, as a training step meets them (its
+GEMMs ran 16-23% faster there than in the report's rows, H100). With --graph, how skinny_tiles'
+tiles were (variants bt32, bt64:k2, bt64:c2, ...). --dtype tf32 runs float32 operands with torch's
+TF32 switch on for both sides: with variants such as tc:ws_tf32_rs against what tc:final picks for
+an MN-major operand (hopper.cu's tc_hopper_tf32_rs_wanted), e.g. --shapes
+64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.
 """
 
 import argparse
@@ -85,6 +87,13 @@ def main() -> None:
         "few-row rows) instead of eager calls: for few-row shapes, whose eager calls are host time",
     )
     parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="one input set for every call, so the operands stay in L2 as far as they fit (as "
+        "inside a training step, where the op before has just written them), instead of sets "
+        "rotated out of it (the report's rows)",
+    )
+    parser.add_argument(
         "--out-dtype",
         choices=["same", "float32"],
         default="same",
@@ -111,7 +120,7 @@ def main() -> None:
             impls = [("torch", torch.mm), ("cudasteps", cudasteps.mm)]
             impls += [(v, lambda a, b, v=v: G.run_ladder(ladder_variant(v), a, b)) for v in variants]
         make = inputs_for(m, n, k, layout, dtype)
-        inputs = bench.rotation(make, dtype.itemsize * (m * k + k * n))
+        inputs = [make(0)] if args.warm else bench.rotation(make, dtype.itemsize * (m * k + k * n))
         a, b = inputs[0]
         ref = a.double() @ b.double()
         scale = ref.abs().max().item()
