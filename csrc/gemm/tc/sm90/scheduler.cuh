@@ -299,8 +299,8 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 3072) 13.0 / *14.4 / 14.5 [11.9]; 64 x (-> 3584), 112 bt32 tiles: 14.3 / *14.8 / 15.5 [13.1];
 // 48 x (-> 4096), 128: 16.6 / *15.9 / 16.6 [14.7]; 64 x (-> 4096) 16.5 / *16.0 / 16.7 [15.0].
 // Where one wave holds their halves, split bt 32 tiles stay ahead: 48 and 64 x (-> 2048) bt32:k2
-// 11.3-11.4 against 12.2 unsplit [11.1]. (The old entries below, bt32 behind bt64:k2 at 48 x (-> 2560), were
-// measured before raster group 1.)
+// 11.3-11.4 against 12.2 unsplit [11.1]. (The old entries below, bt32 behind bt64:k2 at 48 x (->
+// 2560), were measured before raster group 1.)
 // Two more trials against the 65-128-token gap, not kept (H100, 2026-11-28, graph replays, us,
 // two runs alike): the ring's depth (the unused TMA-store staging given to the ring: bt64 13
 // stages, as cuBLAS's kernel has, or 8; bt32 18 or 10): 128 x (4096 -> 2560) bt64 14.2 / q13 14.2
