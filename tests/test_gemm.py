@@ -867,11 +867,12 @@ def skinny_tiles(m, n, sms):
     if m <= 16 or m > 128 or weight_tiles * 9 < sms:
         return ""
     bt32_tiles = weight_tiles * -(-m // 32)
-    if weight_tiles * 3 <= sms and 2 * bt32_tiles <= sms:
+    small_weight = weight_tiles * 3 <= sms
+    if small_weight and 2 * bt32_tiles <= sms:
         return "bt32:k2"
     if 32 < m <= 64 and 8 * bt32_tiles <= 7 * sms:
         return "bt32"
-    if weight_tiles * 3 <= sms:
+    if small_weight:
         half_empty = m > 64 and 0 < m % 64 <= 32
         if 2 * weight_tiles * -(-m // 64) <= sms and not half_empty:
             return "bt64:k2"

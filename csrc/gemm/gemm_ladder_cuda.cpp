@@ -284,7 +284,8 @@ TcTuning parse_gemv_tuning(const std::string& fields, const std::string& variant
     const bool is_u = name == "u" && value >= 2 && value <= 4;
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
     CUDASTEPS_CHECK(is_s || is_u || is_pdl, kOp, "tuning fields of '", variant,
-                    "' must be s<splits> (splits >= 1), u2, u3 or u4 and pdl0 or pdl1, got '", f, "'");
+                    "' must be s<splits> (splits >= 1), u2, u3 or u4 and pdl0 or pdl1, got '", f,
+                    "'");
     if (is_pdl) {
       t.pdl = value == 1;
       return;

@@ -346,11 +346,13 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int sms) {
   if (rows <= 16 || rows > 128 || weight_tiles * 9 < sms) return {};
   const int64_t bt32_tiles = weight_tiles * ceil_div<int64_t>(rows, 32);
   const int64_t bt64_tiles = weight_tiles * ceil_div<int64_t>(rows, 64);
-  if (weight_tiles * 3 <= sms && 2 * bt32_tiles <= sms) return {32, 1, 2};  // a small weight
+  // A small weight: split along K where one wave holds the halves.
+  const bool small_weight = weight_tiles * 3 <= sms;
+  if (small_weight && 2 * bt32_tiles <= sms) return {32, 1, 2};
   // 33-64 tokens: two 32-token tiles per weight tile, unsplit, up to seven eighths of the SMs
   // (beyond that a 64-token tile's fewer CTAs win).
   if (rows > 32 && rows <= 64 && 8 * bt32_tiles <= 7 * sms) return {32, 1, 0};
-  if (weight_tiles * 3 <= sms) {  // a small weight: split where one wave holds the halves
+  if (small_weight) {
     // bt 64 over 65-96 tokens loads a second, mostly repeated token tile (b_tile_origin).
     const bool bt64_half_empty = rows > 64 && rows % 64 != 0 && rows % 64 <= 32;
     if (2 * bt64_tiles <= sms && !bt64_half_empty) return {64, 1, 2};
