@@ -92,18 +92,14 @@ def test_gemv_ladder_step(variant, dtype, swapped):
 def test_gemv_mma_splits(dtype):
     """K shared by several blocks (partial sums added in order by a second kernel): every forced
     split, including more splits than K has chunks (clamped) and a last split with no chunk, with
-    two, three and four chunks in flight per warp; each warp adds its chunks in k order however
-    many are in flight, so three and four give two's bits."""
-    for tokens, rows, k in [(4, 100, 4096), (16, 33, 1000), (1, 5, 64 * 7), (12, 40, 64 * 13 + 8)]:
+    two and four chunks in flight per warp."""
+    for tokens, rows, k in [(4, 100, 4096), (16, 33, 1000), (1, 5, 64 * 7)]:
         a, b = operands(tokens, rows, k, dtype, False, seed=3)
         for splits in (1, 2, 3, 5, 8, 64):
-            outs = {}
-            for unroll in (2, 3, 4):
+            for unroll in (2, 4):
                 poison_allocator(tokens * rows, dtype)
                 out = G.run_ladder(f"gemv:mma:s{splits}:u{unroll}", a, b)
                 assert_product(out, a, b, dtype, f"s{splits} u{unroll} tokens={tokens} rows={rows} K={k}")
-                outs[unroll] = out
-            assert torch.equal(outs[3], outs[2]) and torch.equal(outs[4], outs[2]), (splits, tokens, k)
 
 
 @requires_cuda
@@ -180,13 +176,13 @@ def test_gemv_ladder_errors():
         G.run_ladder("gemv:mma", x17.float(), w.t().float())
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
         G.run_ladder("gemv:nope", x17[:4], w.t())
-    bad_fields = ("s0", "x", "s", "u1", "u5", "bn128", "", "pdl2")
+    bad_fields = ("s0", "x", "s", "u3", "bn128", "", "pdl2")
     for bad in (f"gemv:mma:{field}" for field in bad_fields):
         field = bad.split(":")[-1]
         with pytest.raises(
             RuntimeError,
             match=rf"cudasteps.ladder_mm: tuning fields of '{bad}' must be s<splits> \(splits >= 1\), "
-            rf"u2, u3 or u4 and pdl0 or pdl1, got '{field}'",
+            rf"u2 or u4 and pdl0 or pdl1, got '{field}'",
         ):
             G.run_ladder(bad, x17[:4], w.t())
 

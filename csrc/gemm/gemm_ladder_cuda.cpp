@@ -275,17 +275,16 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config, tuning);
 }
 
-// The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1), u2, u3 or u4 and pdl0 or pdl1
+// The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1), u2 or u4 and pdl0 or pdl1
 // (pdl0: ordinary launches, to time what the programmatic dependent launch buys), ':'-separated.
 TcTuning parse_gemv_tuning(const std::string& fields, const std::string& variant) {
   TcTuning t;
   for_each_tuning_field(fields, [&](const std::string& f, const std::string& name, int value) {
     const bool is_s = name == "s" && value >= 1;
-    const bool is_u = name == "u" && value >= 2 && value <= 4;
+    const bool is_u = name == "u" && (value == 2 || value == 4);
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
     CUDASTEPS_CHECK(is_s || is_u || is_pdl, kOp, "tuning fields of '", variant,
-                    "' must be s<splits> (splits >= 1), u2, u3 or u4 and pdl0 or pdl1, got '", f,
-                    "'");
+                    "' must be s<splits> (splits >= 1), u2 or u4 and pdl0 or pdl1, got '", f, "'");
     if (is_pdl) {
       t.pdl = value == 1;
       return;

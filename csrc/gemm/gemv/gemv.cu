@@ -18,9 +18,11 @@ namespace {
 // four for up to 8 tokens and K up to kMaxKForUnroll4 (more loads in flight where the kernel is
 // short: 2-4% on an H100 at 4096 -> 4096, 14336 -> 4096 and 8192 -> 1024 with 8 tokens), two
 // otherwise (four take 163 registers with 16 tokens, and lose 5-20% there; with K = 14336 two are
-// 3% ahead). Three (the sweep's u3, not measured yet) take 126 registers with 16 tokens against
-// two's 95 and four's 163: two blocks of 256 threads per SM as with two, half again the loads in
-// flight.
+// 3% ahead). Three (126 registers with 16 tokens, two blocks of 256 threads per SM as with two, half
+// again the loads in flight) lost to two everywhere (H100, 2026-11-28, gemv_sweep.py, graph
+// replays, 9-16 tokens, us, two / three): 4096 -> 4096 14.6-15.0 / 15.3-15.7; 4096 -> 14336 (a
+// 14336 x 4096 weight) 42.9-44.8 / 44.3-45.8 (cuBLAS 42.1-43.1); 14336 -> 4096 42.5-43.4 /
+// 46.0-47.3. Not kept.
 constexpr int64_t kMaxKForUnroll4 = 8192;
 
 // Blocks of the mma kernel that split K: enough blocks for every SM to hold as many as it can,
@@ -66,8 +68,6 @@ void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, bool 
   if (unroll == 0) unroll = p.num_tokens <= 8 && p.K <= kMaxKForUnroll4 ? 4 : 2;
   if (unroll == 4) {
     launch_mma<T, TokenTiles, 4>(p, splits, pdl, stream);
-  } else if (unroll == 3) {  // a sweep's (gemv:mma:u3): between two's loads and four's registers
-    launch_mma<T, TokenTiles, 3>(p, splits, pdl, stream);
   } else {
     launch_mma<T, TokenTiles, 2>(p, splits, pdl, stream);
   }

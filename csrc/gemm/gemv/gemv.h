@@ -45,8 +45,8 @@ bool gemv_wanted(const TcProblem& p);
 // Runs `p` with the kernel of ladder step `step`. Needs gemv_supports(p). splits: for kMma, the
 // number of blocks that share each row group's K (partial sums added in order by a second
 // kernel); 0 lets the launcher choose.
-// unroll: for kMma, the 64-wide chunks of K a warp loads before it multiplies (2, 3 or 4; 0 lets
-// the launcher choose: 2 or 4).
+// unroll: for kMma, the 64-wide chunks of K a warp loads before it multiplies (2 or 4; 0 lets
+// the launcher choose).
 void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cudaStream_t stream);
 // The step the dispatcher runs for `p` (gemv_wanted): split_k for one token, whose SIMT FMAs keep
 // up with the memory and which needs no tensor-core fragments' padding to 8 tokens; mma otherwise.

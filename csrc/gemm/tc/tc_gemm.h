@@ -37,7 +37,7 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
 // Tile width and rows, split-K factor and tail split of the Hopper persistent kernels, forced by a
 // ladder variant (tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>) for tuning
 // sweeps; 0 (tail_split: -1) lets the launcher choose.
-// The few-row path's mma step reads splits as the blocks that share K, and unroll (2-4) as the
+// The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
 // 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
 struct TcTuning {
   // Tile rows: tc:fp8_ws's 0 (128) or 256 (tc:fp8_ws256, the ladder's fp8_ws256);
