@@ -173,6 +173,45 @@ def test_ladder_steps_match_reference(variant, src):
             assert same_bits(plain[0], out) and plain[1] is None and torch.equal(plain[2], amax)
 
 
+@requires_cuda
+@pytest.mark.parametrize("variant", cudasteps.ladder.variants("fp8"))
+def test_amax_from_the_grid_last_block(variant):
+    """The amax is folded by the cast's last block from every block's partial, with no word zeroed
+    before the launch: over a grid of many blocks, the largest |x| planted in a different tile (and
+    with either sign) on each call, calls back to back with the full sum and the dynamic cast
+    between them (both take the same partials and ticket of the stream), and in a CUDA graph
+    replayed with new values (the ticket must be back at 0 after every launch)."""
+    e4m3 = torch.float8_e4m3fn
+    scale = torch.tensor(2.0**-4, device="cuda")
+    x = values((1040, 2064), torch.bfloat16, "cuda", seed=31)
+    for at, big in (((0, 0), 1e5), ((1039, 2063), -2e5), ((517, 1029), 3e5), ((3, 2050), -4e5)):
+        y = x.clone()
+        y[at] = big  # rounded to bf16: the reference reads it back from y
+        want, want_amax = reference(y, scale, e4m3)
+        assert want_amax.item() == abs(y[at].item())
+        out, out_t, amax = cudasteps.ladder.run("fp8", variant, y, scale, e4m3, True)
+        assert torch.equal(amax.cpu(), want_amax), (variant, at)
+        assert same_bits(out, want) and same_bits(out_t, want.t()), (variant, at)
+        assert torch.equal(cudasteps.cast_fp8_dynamic(y, e4m3, True)[3].cpu(), want_amax)
+        total, exact = cudasteps.sum(y.float()), y.double().sum()
+        assert abs(total.item() - exact.item()) <= 1e-5 * y.double().abs().sum().item()
+    static = x.clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        cudasteps.ladder.run("fp8", variant, static, scale, e4m3, True)  # warm up on this stream
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, out_t, amax = cudasteps.ladder.run("fp8", variant, static, scale, e4m3, True)
+    for seed in (32, 33):
+        static.copy_(values((1040, 2064), torch.bfloat16, "cuda", seed=seed))
+        graph.replay()
+        want, want_amax = reference(static, scale, e4m3)
+        assert same_bits(out, want) and same_bits(out_t, want.t())
+        assert torch.equal(amax.cpu(), want_amax), (variant, seed)
+
+
 def test_ladder_lists_the_forms():
     assert cudasteps.ladder.variants("fp8") == ("tile32", "vec16", "vec16_prefetch", "tile128")
 

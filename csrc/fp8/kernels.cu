@@ -1,9 +1,10 @@
 // cast_fp8's CUDA kernels (launch.h): one pass over x in tiles, each cast to FP8 with the scale,
 // stored in place and, through a shared-memory tile, transposed (the transpose family's tile),
-// while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree) and
-// folded into the output amax with one atomicMax per block (none for cast_fp8_dynamic, whose
-// amax_scale_kernel, further down, takes the amax first, or whose caller gives the amax that x's
-// producer took: then each block computes the scale from it, CastScale). The forms, which are
+// while the tile's largest |x| is reduced over the warp (the reduce family's shuffle tree), left
+// by each block in a partial and folded by the grid's last block into the output amax (amax.cuh's
+// grid_max_bits: no amax word to zero in a launch of its own first; none for cast_fp8_dynamic,
+// whose amax_scale_kernel, further down, takes the amax first, or whose caller gives the amax that
+// x's producer took: then each block computes the scale from it, CastScale). The forms, which are
 // also the steps of the cast's ladder (ladder_cast_fp8, CastForm):
 //   tile32          cast_fp8_kernel: 32 x 32 tiles, one element per thread per access: 2- or 4-byte
 //                   loads and byte stores. Any shape; what runs when the vector forms cannot.
@@ -77,10 +78,9 @@ template <typename T, Fp8Kind K>
 __global__ void __launch_bounds__(kTile* kBlockRows)
     cast_fp8_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
                     CastScale scale, uint8_t* __restrict__ out,
-                    uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
+                    uint8_t* __restrict__ out_t, CastAmax amax) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   __shared__ uint8_t tile[kTile][kTile + 4];  // padded rows: the transposed reads skip banks
-  __shared__ unsigned warp_max[kBlockRows];
   const float s = cast_scale(scale);
   const int64_t tiles_c = (cols + kTile - 1) / kTile;
   const int64_t tiles = ((rows + kTile - 1) / kTile) * tiles_c;
@@ -114,14 +114,9 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
       __syncthreads();  // the tile is rewritten by the next iteration
     }
   }
-  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
-  if (threadIdx.x == 0) warp_max[threadIdx.y] = my_max;
-  __syncthreads();
-  if (threadIdx.y == 0 && threadIdx.x == 0) {
-    unsigned m = 0;
-    for (int w = 0; w < kBlockRows; ++w) m = max(m, warp_max[w]);
-    atomicMax(amax_bits, m);
+  if (amax.amax == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
+  if (grid_max_bits<kTile * kBlockRows>(my_max, amax.partials, amax.ticket)) {
+    *amax.amax = __uint_as_float(my_max);
   }
 }
 
@@ -165,11 +160,10 @@ template <typename T, Fp8Kind K, bool kPrefetch>
 __global__ void __launch_bounds__(kVecThreads)
     cast_fp8_vec_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
                         CastScale scale, uint8_t* __restrict__ out,
-                        uint8_t* __restrict__ out_t, unsigned* __restrict__ amax_bits) {
+                        uint8_t* __restrict__ out_t, CastAmax amax) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   constexpr int kPerWord = 16 / int(sizeof(T));
   __shared__ __align__(16) uint8_t tile[kVecTile][kVecPitch];
-  __shared__ unsigned warp_max[kVecThreads / 32];
   const float s = cast_scale(scale);
   const int64_t tiles_c = (cols + kVecTile - 1) / kVecTile;
   const int64_t tiles = ((rows + kVecTile - 1) / kVecTile) * tiles_c;
@@ -228,14 +222,9 @@ __global__ void __launch_bounds__(kVecThreads)
       __syncthreads();  // the tile is rewritten by the next iteration
     }
   }
-  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = my_max;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned m = 0;
-    for (int w = 0; w < kVecThreads / 32; ++w) m = max(m, warp_max[w]);
-    atomicMax(amax_bits, m);
+  if (amax.amax == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
+  if (grid_max_bits<kVecThreads>(my_max, amax.partials, amax.ticket)) {
+    *amax.amax = __uint_as_float(my_max);
   }
 }
 
@@ -338,7 +327,7 @@ __device__ __forceinline__ float scale_from_bound(const CastScale& cs, float ama
 
 template <typename T>
 struct PlainValues {
-  static constexpr bool kTakesAmax = true;  // folds max |x| into amax_bits where asked
+  static constexpr bool kTakesAmax = true;  // takes max |x| where asked (CastAmax)
   static constexpr bool kColSums = false;
   struct Raw {
     RawSegment<T> x;
@@ -410,11 +399,10 @@ struct ActGradValues {
 template <typename T, Fp8Kind K, typename V>
 __global__ void __launch_bounds__(kWideThreads)
     cast_fp8_wide_kernel(const V src, int64_t rows, int64_t cols, CastScale scale,
-                         uint8_t* __restrict__ out, uint8_t* __restrict__ out_t,
-                         unsigned* __restrict__ amax_bits, float* __restrict__ col_partials) {
+                         uint8_t* __restrict__ out, uint8_t* __restrict__ out_t, CastAmax amax,
+                         float* __restrict__ col_partials) {
   constexpr __nv_fp8_interpretation_t kFormat = K == Fp8Kind::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   __shared__ __align__(16) uint8_t tile[kWideTile][kWideTile];
-  __shared__ unsigned warp_max[kWideThreads / 32];
   __shared__ float warp_cols[V::kColSums ? kWideThreads / 32 : 1][kWideTile];
   const float s = src.scale(scale);
   const int64_t tiles_c = (cols + kWideTile - 1) / kWideTile;
@@ -510,15 +498,11 @@ __global__ void __launch_bounds__(kWideThreads)
       __syncthreads();  // warp_cols is read before the next tile writes it
     }
   }
-  if constexpr (!V::kTakesAmax) return;
-  if (amax_bits == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
-  my_max = warp_allreduce<unsigned, MaxBitsOp>(my_max);
-  if (lane == 0) warp_max[warp] = my_max;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned m = 0;
-    for (int w = 0; w < kWideThreads / 32; ++w) m = max(m, warp_max[w]);
-    atomicMax(amax_bits, m);
+  if constexpr (V::kTakesAmax) {
+    if (amax.amax == nullptr) return;  // cast_fp8_dynamic: the amax is taken before the cast
+    if (grid_max_bits<kWideThreads>(my_max, amax.partials, amax.ticket)) {
+      *amax.amax = __uint_as_float(my_max);
+    }
   }
 }
 
@@ -551,8 +535,6 @@ __global__ void __launch_bounds__(kAmaxThreads)
                       unsigned* __restrict__ partials, unsigned* __restrict__ ticket,
                       float* __restrict__ scale, float* __restrict__ scale_inv,
                       float* __restrict__ amax) {
-  __shared__ unsigned scratch[kAmaxThreads / 32];
-  __shared__ bool is_last;
   constexpr int kPer = 16 / int(sizeof(T));
   const int64_t stride = int64_t(gridDim.x) * kAmaxThreads;
   int64_t i = int64_t(blockIdx.x) * kAmaxThreads + threadIdx.x;
@@ -575,29 +557,12 @@ __global__ void __launch_bounds__(kAmaxThreads)
        j += stride) {
     m = max(m, abs_bits(to_float(x[j])));
   }
-  m = block_allreduce<kAmaxThreads, unsigned, MaxBitsOp>(m, scratch);
-  if (gridDim.x > 1) {
-    if (threadIdx.x == 0) {
-      partials[blockIdx.x] = m;
-      __threadfence();  // the partial is visible device-wide before the ticket is taken
-      is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    m = 0;
-    for (int b = threadIdx.x; b < int(gridDim.x); b += kAmaxThreads) {
-      m = max(m, __ldcg(partials + b));
-    }
-    m = block_allreduce<kAmaxThreads, unsigned, MaxBitsOp>(m, scratch);
-  }
-  if (threadIdx.x == 0) {
+  if (grid_max_bits<kAmaxThreads>(m, partials, ticket)) {
     const float a = __uint_as_float(m);
     const float s = scale_for_amax(a, fmax);
     *amax = a;
     *scale = s;
     *scale_inv = 1.0f / s;
-    if (gridDim.x > 1) *ticket = 0u;  // ready for the next launch on this stream
   }
 }
 
@@ -613,19 +578,23 @@ namespace {
 
 template <typename T, Fp8Kind K>
 void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, CastScale scale,
-                  uint8_t* out, uint8_t* out_t, unsigned* amax_bits, int sm_count,
+                  uint8_t* out, uint8_t* out_t, const CastAmax& amax, int sm_count,
                   cudaStream_t stream) {
   if (form == CastForm::kAuto) {
     form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kTile128 : CastForm::kTile32;
   }
+  // One partial per block for the amax: no more blocks than there is room for (each walks its
+  // tiles, so any grid covers x).
+  const auto fit = [&](int64_t grid) {
+    return unsigned(amax.amax == nullptr ? grid : std::min(grid, amax.capacity));
+  };
   if (form == CastForm::kTile128) {
     const int64_t tiles =
         ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
     auto kernel = cast_fp8_wide_kernel<T, K, PlainValues<T>>;
     const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
-    kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(PlainValues<T>{static_cast<const T*>(x)},
-                                                       rows, cols, scale, out, out_t, amax_bits,
-                                                       nullptr);
+    kernel<<<fit(grid), kWideThreads, 0, stream>>>(PlainValues<T>{static_cast<const T*>(x)}, rows,
+                                                   cols, scale, out, out_t, amax, nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -637,46 +606,50 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, Cast
     // vec16 (32 registers, 5 KiB of shared memory each); fewer for vec16_prefetch, whose next
     // tile's words take 38 (16-bit x) to 53 (float32 x) registers a thread.
     const int64_t grid = persistent_grid(kernel, kVecThreads, tiles, 1);
-    kernel<<<unsigned(grid), kVecThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale,
-                                                      out, out_t, amax_bits);
+    kernel<<<fit(grid), kVecThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale, out,
+                                                  out_t, amax);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
   const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
   // Enough blocks to fill the GPU several times over; each walks its tiles (64-bit indices).
   const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(sm_count) * 16));
-  cast_fp8_kernel<T, K><<<unsigned(grid), dim3(kTile, kBlockRows), 0, stream>>>(
-      static_cast<const T*>(x), rows, cols, scale, out, out_t, amax_bits);
+  cast_fp8_kernel<T, K><<<fit(grid), dim3(kTile, kBlockRows), 0, stream>>>(
+      static_cast<const T*>(x), rows, cols, scale, out, out_t, amax);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <Fp8Kind K>
 void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_t cols,
-                 CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                 CastScale scale, uint8_t* out, uint8_t* out_t, const CastAmax& amax,
                  int sm_count, cudaStream_t stream) {
   switch (src) {
     case SrcType::kHalf:
-      return launch_typed<__half, K>(form, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+      return launch_typed<__half, K>(form, x, rows, cols, scale, out, out_t, amax, sm_count,
                                      stream);
     case SrcType::kBFloat16:
-      return launch_typed<__nv_bfloat16, K>(form, x, rows, cols, scale, out, out_t, amax_bits,
+      return launch_typed<__nv_bfloat16, K>(form, x, rows, cols, scale, out, out_t, amax,
                                             sm_count, stream);
     default:
-      return launch_typed<float, K>(form, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+      return launch_typed<float, K>(form, x, rows, cols, scale, out, out_t, amax, sm_count,
                                     stream);
   }
 }
 
 }  // namespace
 
+// tile32's grid (16 blocks per SM) is the largest: the vector forms run one wave of 256-thread
+// blocks, at most 8 per SM.
+int64_t cast_fp8_max_grid(int sm_count) { return int64_t(sm_count) * 16; }
+
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
-                     CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                     CastScale scale, uint8_t* out, uint8_t* out_t, const CastAmax& amax,
                      int sm_count, cudaStream_t stream, CastForm form) {
   if (kind == Fp8Kind::kE4M3) {
-    launch_kind<Fp8Kind::kE4M3>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+    launch_kind<Fp8Kind::kE4M3>(form, src, x, rows, cols, scale, out, out_t, amax, sm_count,
                                 stream);
   } else {
-    launch_kind<Fp8Kind::kE5M2>(form, src, x, rows, cols, scale, out, out_t, amax_bits, sm_count,
+    launch_kind<Fp8Kind::kE5M2>(form, src, x, rows, cols, scale, out, out_t, amax, sm_count,
                                 stream);
   }
 }
@@ -690,8 +663,8 @@ void launch_wide(const V& src, int64_t rows, int64_t cols, CastScale scale, uint
       ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
   auto kernel = cast_fp8_wide_kernel<T, K, V>;
   const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
-  kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(src, rows, cols, scale, out, out_t, nullptr,
-                                                     col_partials);
+  kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(src, rows, cols, scale, out, out_t,
+                                                     CastAmax{}, col_partials);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -39,16 +39,29 @@ struct CastScale {
 // multiples of 16, x 16-byte aligned.
 bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 
+// Where a cast's amax goes: *amax = max |x| (float32; NaN if x holds one), written by the grid's
+// last block once every block has left its largest in `partials` and taken `ticket` (0 on entry,
+// left 0): no word to zero before the launch and no atomic on the result (amax.cuh's
+// grid_max_bits). The grid never has more blocks than `capacity`, the partials there is room for.
+// amax null: none taken (cast_fp8_dynamic, whose amax comes before the cast).
+struct CastAmax {
+  float* amax = nullptr;
+  unsigned* partials = nullptr;
+  unsigned* ticket = nullptr;
+  int64_t capacity = 0;
+};
+
+// The most blocks any cast form launches on a device of `sm_count` SMs: room enough for
+// CastAmax's partials.
+int64_t cast_fp8_max_grid(int sm_count);
+
 // x: a contiguous [rows, cols] matrix of `src`; scale: see CastScale. Writes
 // out[r][c] = fp8(x[r][c] * scale) (round to nearest even, saturated to the format's largest finite
-// value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and (unless amax_bits is
-// null) raises *amax_bits (the bits of a float32 set to +0 by the caller) to the bits of the
-// largest |x| (a NaN anywhere wins): unsigned bits of non-negative floats order as the floats do,
-// so atomicMax on them is exact and the result the same whatever the order. One pass over x, in
-// the kernel form `form` (kAuto: tile128 where cast_fp8_vector_form_fits, else tile32; a vector
-// form asked for must fit).
+// value; NaN stays NaN), out_t[c][r] = out[r][c] when out_t is not null, and the amax (CastAmax).
+// One pass over x, in the kernel form `form` (kAuto: tile128 where cast_fp8_vector_form_fits, else
+// tile32; a vector form asked for must fit).
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
-                     CastScale scale, uint8_t* out, uint8_t* out_t, unsigned* amax_bits,
+                     CastScale scale, uint8_t* out, uint8_t* out_t, const CastAmax& amax,
                      int sm_count, cudaStream_t stream, CastForm form = CastForm::kAuto);
 
 // act_cast_fp8 (g null) and act_grad_cast_fp8's kernel, the wide form (x, and g where given, must
