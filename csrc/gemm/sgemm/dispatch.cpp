@@ -194,11 +194,12 @@ double log2_ratio(int64_t a, int64_t b) {
 //     depends only on the shape, the layout, the device's SM count and the committed table: the
 //     same in every run.
 //   * that row's config; its split-K factor (and fixup: how the splits are added up) when the
-//     shape is exactly the row's. A shape in between whose tiles of that config leave SMs idle
-//     splits K (the row's way) when K is long (>= 2048) or the row split too (K >= 512), by
-//     splits_filling_waves (every split keeping 256+ of K); whether or not the row itself split:
-//     a row that did not (4096^3 NT, nearest to the 1024 x 1024 x 4096 linear and weight
-//     gradients) once left such shapes on 32 of 132 SMs, 0.25-0.28x torch.mm on an H100.
+//     shape is exactly the row's. A shape in between whose tiles of that config leave more than
+//     an eighth of the SMs idle splits K (the row's way) when K is long (>= 2048) or the row
+//     split too (K >= 512), by splits_filling_waves (every split keeping 256+ of K); whether or
+//     not the row itself split: a row that did not (4096^3 NT, nearest to the 1024 x 1024 x 4096
+//     linear and weight gradients) once left such shapes on 32 of 132 SMs, 0.25-0.28x torch.mm
+//     on an H100.
 //     Otherwise it takes a smaller tile: 128x64, or 64x64 when even those do not fill the SMs
 //     (the rule measured before the table existed; without it 1000^3 ran 128x256 tiles on 32 of
 //     132 SMs, 0.30x torch.mm on an H100).
@@ -253,7 +254,11 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   const int64_t tiles =
       ceil_div<int64_t>(swaps ? N : M, c.bm) * ceil_div<int64_t>(swaps ? M : N, c.bn);
   splits = 1;
-  if (tiles >= sms) return;
+  // Tiles that fill all but an eighth of the SMs keep the row's config, unsplit (splitting them
+  // takes as many waves: splits_filling_waves). 128 tiles of 256 x 128 on an H100's 132 SMs (the
+  // 1024 x 4096 x 1024 products of an FFN with 1024 rows, forward and backward) went to 128 x 64
+  // tiles before, at about half cuBLAS's speed in a training step.
+  if (8 * tiles >= 7 * sms) return;
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
     // K / kSplitKMinSlice rounded to the nearest (slices of at least about 0.9 x 256): K = 1000
     // then splits 4 ways as the 1024^3 row does (0.0624 ms against torch.mm's 0.0595 on an H100)
