@@ -358,9 +358,21 @@ std::string config_names() {
 // (ring3_256x128x8, 132 SMs, against the same config without it): 8192^3 (15 waves + 68 tiles)
 // +2.5%, 16384x4096x4096 NT +2.7%, 4097x4095x4099 (4 waves + 16) +16%, 4096^3 (3 + 116) +0.4%.
 // Below one wave it loses: 2048^3 (128 tiles) ran 7% slower shared over 132 blocks.
+// A thinner tail (fewer than 32 slices a block) pays too where its share and the fix-up (taken as
+// 20 slices) cost at most half the wave it would otherwise take. Measured on an H100 (2026-11-28,
+// fp32 TF32 off, us, without the tail / with it, cuBLAS in brackets; two runs alike): 1024 x 4608
+// x 1024 NT (one wave + 12 tiles of 128 slices) 347 / 238 [258-261], NN 359 / 243.5 [238.5],
+// 1152 x 4096 x 1024 NT (+ 28 tiles) 346 / 251 [258], 2304 x 2048 x 2048 NT (+ 12 tiles of 256)
+// 673 / 415.5 [461], 4224 x 4096 x 512 NT (4 waves + 16 tiles of 64) 452.5 / 416 [364].
+constexpr int64_t kStreamKMinSlices = 32;
+constexpr int64_t kStreamKFixupSlices = 20;
+
 bool streamk_pays(int64_t tiles, int64_t sms, int64_t iters_per_tile) {
   const int64_t tail = tiles % sms;
-  return tiles > sms && tail > 0 && tail * 10 <= sms * 9 && tail * iters_per_tile >= 32 * sms;
+  if (tiles <= sms || tail == 0 || tail * 10 > sms * 9) return false;
+  const int64_t tail_iters = tail * iters_per_tile;
+  return tail_iters >= kStreamKMinSlices * sms ||
+         2 * (tail_iters + kStreamKFixupSlices * sms) <= iters_per_tile * sms;
 }
 
 at::Tensor gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Addend& add_in,
