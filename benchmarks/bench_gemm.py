@@ -131,12 +131,23 @@ def run_weight_gradients(bench):
     # The forward of a linear with few rows against a long K and a small output (1024 rows,
     # 4096 -> 1024), fp32 with TF32 off.
     _mm(bench, 1024, 1024, 4096, pair, F32, label="linear", tb=True)
+    if not bench.quick:
+        # The 1024-row FFN's other products (examples/train_ddp.py's 1024 -> 4096 -> 1024 step):
+        # 128 tiles of 256 x 128, seven eighths of an H100's SMs; and 1024 -> 4608, one wave and a
+        # thin tail of 12 tiles (the stream-K tail's case).
+        _mm(bench, 1024, 4096, 1024, pair, F32, label="linear", tb=True)
+        _mm(bench, 4096, 1024, 1024, pair, F32, label="wgrad g^T @ x", ta=True)
+        _mm(bench, 1024, 4608, 1024, pair, F32, label="linear", tb=True)
     bench.section(
         "gemm (small outputs, long K)",
         "Weight-gradient products `g^T @ x` (output out_features x in_features, K = the batch's "
         "tokens; `g^T` a transposed view, as autograd passes it) and a 1024-row fp32 linear "
         "4096 -> 1024, against torch.mm (cuBLAS; TF32 off for the fp32 rows). Their outputs fill "
-        "a few dozen tiles, so the GPU is full only where K is shared over blocks. The bf16 rows' "
+        "a few dozen tiles, so the GPU is full only where K is shared over blocks. The fp32 rows "
+        "with K = 1024 are the 1024-row FFN of the DDP example (1024 -> 4096 and its weight "
+        "gradient: 128 tiles of 256 x 128, seven eighths of an H100's SMs, run unsplit) and a "
+        "1024 -> 4608 linear (a wave and a thin tail of 12 tiles, shared over the SMs by the "
+        "stream-K tail). The bf16 rows' "
         "`ladder:tc:ws_persistent:<schedule>` force the Hopper kernel's schedule: `ts0` no tail "
         "split (split-K where its rule splits), `ts1` the tail split (the last wave's tiles cut "
         "into k ranges, one SM each, a cut tile summed in k order by the last part to arrive), "
