@@ -29,7 +29,6 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -44,7 +43,7 @@
 
 #include "common/launch.cuh"
 #include "fp8/launch.h"
-#include "reduce/launch.h"  // the full sum's scratch slot: the amax partials and ticket
+#include "reduce/launch.h"  // grid_scratch: the amax partials and ticket
 #endif
 
 namespace cudasteps {
@@ -117,33 +116,6 @@ DynamicResult cast_fp8_dynamic_cpu(const at::Tensor& x, at::ScalarType dtype, bo
 
 #ifdef CUDASTEPS_WITH_CUDA
 
-// Room for a grid's per-block amax partials and its ticket (amax.cuh's grid_max_bits): the reduce
-// family's scratch slot of this stream (no allocation, no memset: its ticket is left at 0 by every
-// launch that takes it), else a workspace of `blocks` partials whose ticket is zeroed here.
-struct AmaxScratch {
-  unsigned* partials = nullptr;
-  unsigned* ticket = nullptr;
-  int64_t capacity = 0;    // partials there is room for
-  ScratchBuffer workspace;  // owns the workspace, where one was taken
-};
-
-AmaxScratch amax_scratch(int64_t blocks, cudaStream_t stream) {
-  AmaxScratch s;
-  const reduce::FullSumScratch slot = reduce::full_sum_scratch();
-  if (slot.ticket != nullptr) {
-    s.partials = static_cast<unsigned*>(slot.partials);
-    s.ticket = slot.ticket;
-    s.capacity = slot.capacity;  // of 8-byte partials: at least as many 4-byte ones
-    return s;
-  }
-  s.workspace = scratch_buffer(sizeof(unsigned) * size_t(blocks + 1));
-  s.partials = static_cast<unsigned*>(s.workspace.ptr);
-  s.ticket = s.partials + blocks;
-  s.capacity = blocks;
-  C10_CUDA_CHECK(cudaMemsetAsync(s.ticket, 0, sizeof(unsigned), stream));
-  return s;
-}
-
 // The CUDA kernel in kernel form `form` (kAuto for cast_fp8; a ladder step for ladder_cast_fp8,
 // whose vector forms must fit x).
 CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::ScalarType dtype,
@@ -167,12 +139,13 @@ CastResult cast_fp8_cuda_form(const at::Tensor& x, const at::Tensor& scale, at::
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = sm_count();
   // The amax is written by the cast's last block: no zeroed word, so no fill launch before it.
-  const AmaxScratch scratch = amax_scratch(cast_fp8_max_grid(sms), stream);
+  const reduce::GridScratch scratch =
+      reduce::grid_scratch(cast_fp8_max_grid(sms), sizeof(unsigned), stream);
   launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols, CastScale{s.const_data_ptr<float>()},
                   static_cast<uint8_t*>(out.data_ptr()),
                   transpose ? static_cast<uint8_t*>(out_t->data_ptr()) : nullptr,
-                  CastAmax{amax.data_ptr<float>(), scratch.partials, scratch.ticket,
-                           scratch.capacity},
+                  CastAmax{amax.data_ptr<float>(), static_cast<unsigned*>(scratch.partials),
+                           scratch.ticket},
                   sms, stream, form);
   return {out, out_t, amax};
 }
@@ -216,13 +189,13 @@ DynamicResult cast_fp8_dynamic_cuda(const at::Tensor& x, at::ScalarType dtype, b
     return {out, out_t, scale_inv, amax};
   }
   const at::Tensor scale = at::empty({}, f32);
-  // The amax pass's blocks leave their partial maxima for its last block (amax_scratch).
-  const int wanted = amax_scale_grid(n, sms);
-  const AmaxScratch scratch = amax_scratch(wanted, stream);
-  const int grid = int(std::min<int64_t>(wanted, scratch.capacity));
-  launch_amax_scale(src, xc.const_data_ptr(), n, float(fp8_max(dtype)), grid, scratch.partials,
-                    scratch.ticket, scale.data_ptr<float>(), scale_inv.data_ptr<float>(),
-                    amax.data_ptr<float>(), stream);
+  // The amax pass's blocks leave their partial maxima for its last block.
+  const int grid = amax_scale_grid(n, sms);
+  const reduce::GridScratch scratch = reduce::grid_scratch(grid, sizeof(unsigned), stream);
+  launch_amax_scale(src, xc.const_data_ptr(), n, float(fp8_max(dtype)), grid,
+                    static_cast<unsigned*>(scratch.partials), scratch.ticket,
+                    scale.data_ptr<float>(), scale_inv.data_ptr<float>(), amax.data_ptr<float>(),
+                    stream);
   launch_cast_fp8(src, kind, xc.const_data_ptr(), rows, cols,
                   CastScale{scale.const_data_ptr<float>()}, out_ptr, out_t_ptr, CastAmax{}, sms,
                   stream);

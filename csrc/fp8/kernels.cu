@@ -583,18 +583,13 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, Cast
   if (form == CastForm::kAuto) {
     form = cast_fp8_vector_form_fits(x, rows, cols) ? CastForm::kTile128 : CastForm::kTile32;
   }
-  // One partial per block for the amax: no more blocks than there is room for (each walks its
-  // tiles, so any grid covers x).
-  const auto fit = [&](int64_t grid) {
-    return unsigned(amax.amax == nullptr ? grid : std::min(grid, amax.capacity));
-  };
   if (form == CastForm::kTile128) {
     const int64_t tiles =
         ((rows + kWideTile - 1) / kWideTile) * ((cols + kWideTile - 1) / kWideTile);
     auto kernel = cast_fp8_wide_kernel<T, K, PlainValues<T>>;
     const int64_t grid = persistent_grid(kernel, kWideThreads, tiles, 1);
-    kernel<<<fit(grid), kWideThreads, 0, stream>>>(PlainValues<T>{static_cast<const T*>(x)}, rows,
-                                                   cols, scale, out, out_t, amax, nullptr);
+    kernel<<<unsigned(grid), kWideThreads, 0, stream>>>(PlainValues<T>{static_cast<const T*>(x)},
+                                                       rows, cols, scale, out, out_t, amax, nullptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -606,15 +601,15 @@ void launch_typed(CastForm form, const void* x, int64_t rows, int64_t cols, Cast
     // vec16 (32 registers, 5 KiB of shared memory each); fewer for vec16_prefetch, whose next
     // tile's words take 38 (16-bit x) to 53 (float32 x) registers a thread.
     const int64_t grid = persistent_grid(kernel, kVecThreads, tiles, 1);
-    kernel<<<fit(grid), kVecThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale, out,
-                                                  out_t, amax);
+    kernel<<<unsigned(grid), kVecThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols, scale,
+                                                      out, out_t, amax);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
   const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
-  // Enough blocks to fill the GPU several times over; each walks its tiles (64-bit indices).
-  const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(tiles, int64_t(sm_count) * 16));
-  cast_fp8_kernel<T, K><<<fit(grid), dim3(kTile, kBlockRows), 0, stream>>>(
+  // One wave of blocks (8 of 256 threads fill an SM); each walks its tiles (64-bit indices).
+  const int64_t grid = std::max<int64_t>(1, std::min(tiles, cast_fp8_max_grid(sm_count)));
+  cast_fp8_kernel<T, K><<<unsigned(grid), dim3(kTile, kBlockRows), 0, stream>>>(
       static_cast<const T*>(x), rows, cols, scale, out, out_t, amax);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -638,9 +633,9 @@ void launch_kind(CastForm form, SrcType src, const void* x, int64_t rows, int64_
 
 }  // namespace
 
-// tile32's grid (16 blocks per SM) is the largest: the vector forms run one wave of 256-thread
-// blocks, at most 8 per SM.
-int64_t cast_fp8_max_grid(int sm_count) { return int64_t(sm_count) * 16; }
+// Every form runs 256-thread blocks, at most one wave of them: 8 per SM of 2048 threads (the most
+// threads an SM holds), tile32's grid by this, the vector forms' by their occupancy.
+int64_t cast_fp8_max_grid(int sm_count) { return int64_t(sm_count) * 8; }
 
 void launch_cast_fp8(SrcType src, Fp8Kind kind, const void* x, int64_t rows, int64_t cols,
                      CastScale scale, uint8_t* out, uint8_t* out_t, const CastAmax& amax,

@@ -42,17 +42,16 @@ bool cast_fp8_vector_form_fits(const void* x, int64_t rows, int64_t cols);
 // Where a cast's amax goes: *amax = max |x| (float32; NaN if x holds one), written by the grid's
 // last block once every block has left its largest in `partials` and taken `ticket` (0 on entry,
 // left 0): no word to zero before the launch and no atomic on the result (amax.cuh's
-// grid_max_bits). The grid never has more blocks than `capacity`, the partials there is room for.
-// amax null: none taken (cast_fp8_dynamic, whose amax comes before the cast).
+// grid_max_bits). `partials` holds cast_fp8_max_grid(sm_count) words. amax null: none taken
+// (cast_fp8_dynamic, whose amax comes before the cast).
 struct CastAmax {
   float* amax = nullptr;
   unsigned* partials = nullptr;
   unsigned* ticket = nullptr;
-  int64_t capacity = 0;
 };
 
-// The most blocks any cast form launches on a device of `sm_count` SMs: room enough for
-// CastAmax's partials.
+// The most blocks any cast form launches on a device of `sm_count` SMs (one wave of 256-thread
+// blocks): the partials CastAmax needs room for.
 int64_t cast_fp8_max_grid(int sm_count);
 
 // x: a contiguous [rows, cols] matrix of `src`; scale: see CastScale. Writes

@@ -2,7 +2,7 @@
 // counts and the stream to launch on. Each computes its grid, allocates what its extra passes
 // need and launches. The sum launchers are instantiated, per (input, accumulator, result) type
 // triple, in inst_sum.cu; the ladder's in ladder_cuda.cu. Also the two host services
-// the launchers ask of reduce_cuda.cpp (the full sum's scratch slot and an occupancy cache).
+// the launchers ask of reduce_cuda.cpp (a grid's scratch for its partials and an occupancy cache).
 //
 // Light on purpose (CUDA's runtime and nothing of ATen): the kernel units include it, and ATen's
 // headers would cost each of them about 20 s of compile time.
@@ -10,7 +10,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+
+#include "common/launch.cuh"  // ScratchBuffer
 
 namespace cudasteps {
 namespace reduce {
@@ -22,17 +25,18 @@ namespace reduce {
 // the kernel (kernels.cuh) because reduce_cuda.cpp sizes the scratch slots by it.
 constexpr int kFullThreads = 512;
 
-// A slot of the full sum's scratch (reduce_cuda.cpp): a ticket counter, zeroed, and room for one
-// launch's partials.
-struct FullSumScratch {
-  unsigned* ticket = nullptr;  // null: no slot (use a per-call workspace)
-  void* partials = nullptr;    // room for `capacity` partials of up to 8 bytes
-  int64_t capacity = 0;
+// Room for one launch's per-block partials (`blocks` of `partial_bytes` each) and a ticket at 0,
+// for kernels whose last block to take the ticket folds the partials and leaves it at 0 again (the
+// full sum; the fp8 casts' amax, common/amax.cuh's grid_max_bits): the current device and stream's
+// scratch slot where they fit it (no allocation, no memset; reduce_cuda.cpp), else a workspace
+// from the caching allocator whose ticket is zeroed by a memset on `stream` (the current stream,
+// the launch's; a graph node under capture). `workspace` owns that: keep it until the launch.
+struct GridScratch {
+  void* partials = nullptr;
+  unsigned* ticket = nullptr;
+  ScratchBuffer workspace;
 };
-
-// The slot of the current device and stream (the stream launch_sum_full launches on); empty when
-// there is none (see reduce_cuda.cpp).
-FullSumScratch full_sum_scratch();
+GridScratch grid_scratch(int64_t blocks, size_t partial_bytes, cudaStream_t stream);
 
 // Resident blocks per SM of `kernel` at `threads` threads, asked once per kernel (the occupancy
 // query costs host time; every GPU of a process is assumed to be one model).

@@ -36,22 +36,11 @@ void launch_sum_full(const in_t* x, int64_t n, out_t* out, cudaStream_t stream) 
   const int64_t grid = std::max<int64_t>(1, std::min(ceil_div(n_vec, per_block), resident));
   acc_t* partials = nullptr;
   unsigned* ticket = nullptr;
-  ScratchBuffer workspace;
+  GridScratch scratch;
   if (grid > 1) {
-    const FullSumScratch scratch = full_sum_scratch();
-    static_assert(sizeof(acc_t) <= 8, "a scratch slot holds partials of up to 8 bytes");
-    if (grid <= scratch.capacity) {
-      ticket = scratch.ticket;
-      partials = static_cast<acc_t*>(scratch.partials);
-    } else {
-      // No slot: partials and a counter zeroed by a memset (a graph node under capture) from the
-      // caching allocator, which keeps them per stream.
-      const int64_t partial_bytes = ceil_div<int64_t>(grid * int64_t(sizeof(acc_t)), 16) * 16;
-      workspace = scratch_buffer(size_t(partial_bytes + 16));
-      partials = reinterpret_cast<acc_t*>(workspace.ptr);
-      ticket = reinterpret_cast<unsigned*>(static_cast<uint8_t*>(workspace.ptr) + partial_bytes);
-      C10_CUDA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
-    }
+    scratch = grid_scratch(grid, sizeof(acc_t), stream);
+    partials = static_cast<acc_t*>(scratch.partials);
+    ticket = scratch.ticket;
   }
   kernel<<<grid, kFullThreads, 0, stream>>>(x, n, partials, ticket, out);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

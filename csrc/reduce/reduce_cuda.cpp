@@ -32,7 +32,15 @@ namespace {
 // caching-allocator round trip (this op's small sizes are bound by host time).
 constexpr int kScratchSlots = 256;  // PyTorch's stream pools hold fewer streams per device
 
-// The largest grid launch_sum_full launches on this device: one wave of kFullThreads blocks.
+struct Slot {
+  unsigned* ticket = nullptr;  // null: no slot
+  void* partials = nullptr;
+  int64_t bytes = 0;  // room for the partials
+};
+
+// The largest grid launch_sum_full launches on this device: one wave of kFullThreads blocks. A
+// slot holds its 8-byte partials, which is as many bytes as one wave of 256-thread blocks' 4-byte
+// partials (the fp8 casts' amax).
 int64_t max_full_grid() {
   const auto* prop = at::cuda::getCurrentDeviceProperties();
   return int64_t(prop->multiProcessorCount) * (prop->maxThreadsPerMultiProcessor / kFullThreads);
@@ -41,7 +49,7 @@ int64_t max_full_grid() {
 // No slot when the device has no slab yet and the stream is being captured into a CUDA graph (the
 // capture status is asked only then: once a stream has its slot, a call costs a map lookup), or
 // when kScratchSlots streams of this device hold every slot.
-FullSumScratch scratch_slot(int device, const at::cuda::CUDAStream& stream) {
+Slot scratch_slot(int device, const at::cuda::CUDAStream& stream) {
   static std::mutex mu;
   struct Slab {
     uint8_t* base;
@@ -49,7 +57,7 @@ FullSumScratch scratch_slot(int device, const at::cuda::CUDAStream& stream) {
     int used;
   };
   static std::map<int, Slab> slabs;
-  static std::map<std::pair<int, int64_t>, FullSumScratch> slots;
+  static std::map<std::pair<int, int64_t>, Slot> slots;
   const std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(device, int64_t(stream.id()));
   auto it = slots.find(key);
@@ -70,17 +78,31 @@ FullSumScratch scratch_slot(int device, const at::cuda::CUDAStream& stream) {
   Slab& sl = slab->second;
   if (sl.used == kScratchSlots) return {};
   uint8_t* slot = sl.base + int64_t(sl.used++) * sl.slot_bytes;
-  const FullSumScratch scratch{reinterpret_cast<unsigned*>(slot), slot + 16,
-                               (sl.slot_bytes - 16) / 8};
+  const Slot scratch{reinterpret_cast<unsigned*>(slot), slot + 16, sl.slot_bytes - 16};
   slots.emplace(key, scratch);
   return scratch;
 }
 
 }  // namespace
 
-// The device is the one sum_cuda's guard selected (the input's), the stream the one it launches on.
-FullSumScratch full_sum_scratch() {
-  return scratch_slot(current_device(), at::cuda::getCurrentCUDAStream());
+// The device is the one the caller's guard selected (the input's), the stream the one it launches
+// on.
+GridScratch grid_scratch(int64_t blocks, size_t partial_bytes, cudaStream_t stream) {
+  GridScratch s;
+  const int64_t bytes = blocks * int64_t(partial_bytes);
+  const Slot slot = scratch_slot(current_device(), at::cuda::getCurrentCUDAStream());
+  if (slot.ticket != nullptr && bytes <= slot.bytes) {
+    s.partials = slot.partials;
+    s.ticket = slot.ticket;
+    return s;
+  }
+  // No slot (or too small a one): the partials, then the ticket on a 16-byte boundary.
+  const int64_t ticket_at = ceil_div<int64_t>(bytes, 16) * 16;
+  s.workspace = scratch_buffer(size_t(ticket_at + 16));
+  s.partials = s.workspace.ptr;
+  s.ticket = reinterpret_cast<unsigned*>(static_cast<uint8_t*>(s.workspace.ptr) + ticket_at);
+  C10_CUDA_CHECK(cudaMemsetAsync(s.ticket, 0, sizeof(unsigned), stream));
+  return s;
 }
 
 int cached_occupancy(const void* kernel, int threads) {
