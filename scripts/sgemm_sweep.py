@@ -4,7 +4,7 @@ also the in-kernel fix-up, ``:sk<S>``), over a grid of shapes and layouts, each 
 float64 reference and timed next to torch.mm (TF32 off) and the dispatcher (cudasteps.mm), in one
 process.
 
-    python scripts/sgemm_sweep.py [--quick] [--json out.json] [--emit]
+    python scripts/sgemm_sweep.py [--quick | --shapes 1024x1024x8192:TN,...] [--json out.json] [--emit]
 
 Timing is the benchmark report's (benchmarks/harness.py): calls back to back over a rotation of
 input sets larger than L2, every candidate of a shape interleaved with torch.mm in rounds, median
@@ -223,16 +223,34 @@ def emit(rows, device_name, table=TABLE, sweep_json=SWEEP_JSON):
     print(f"wrote {table} and {sweep_json}; rebuild the extension to use the new table")
 
 
+def parse_shape(text: str) -> tuple[str, int, int, int, str]:
+    """'MxNxK:LAY' -> a SHAPES entry labelled "asked"."""
+    dims, _, lay = text.partition(":")
+    lay = lay or "NN"
+    if lay not in ("NN", "NT", "TN"):
+        raise SystemExit(f"sgemm_sweep: layout must be NN, NT or TN, got '{lay}' in '{text}'")
+    m, n, k = (int(v) for v in dims.split("x"))
+    return ("asked", m, n, k, lay)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="3 shapes only (no --emit)")
+    ap.add_argument(
+        "--shapes",
+        help="sweep these instead of the grid (no --emit): MxNxK:<NN|NT|TN>, comma-separated, "
+        "e.g. 1024x1024x8192:TN for a weight gradient",
+    )
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument(
         "--emit", action="store_true", help="write csrc/gemm/sgemm/table.inc and sgemm_sweep.json"
     )
     args = ap.parse_args()
-    if args.emit and args.quick:
+    if args.emit and (args.quick or args.shapes):
         ap.error("--emit needs the full grid")
+    shapes = QUICK if args.quick else SHAPES
+    if args.shapes:
+        shapes = [parse_shape(text) for text in args.shapes.split(",")]
     name = torch.cuda.get_device_name()
     print(
         f"cudasteps SGEMM sweep on {name} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs), "
@@ -240,7 +258,7 @@ def main() -> None:
     )
     bench = Bench(torch.device("cuda"))
     rows = []
-    for label, m, n, k, lay in QUICK if args.quick else SHAPES:
+    for label, m, n, k, lay in shapes:
         sweep_shape(bench, label, m, n, k, lay, rows)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

@@ -274,6 +274,7 @@ def test_multistage_steps_need_contiguous():
 # ---------------------------------------------------------------- the stream-K tail (CUDA)
 
 RING_TALL = "ring3_256x128x8_w64x64_t16x8"
+RING_WIDE = "ring3_128x256x8_w64x64_t8x16"
 
 
 def streamk_workspace_numel(config):
@@ -375,28 +376,36 @@ def test_streamk_step_on_the_ladder():
 def ring_plan(m, n, k, sms):
     """sgemm/dispatch.cpp's choice for a product whose nearest table row runs RING_TALL unsplit
     (choose_config, then streamk_pays): None where its 256 x 128 tiles leave more than an eighth
-    of the SMs idle (split-K or smaller tiles, not mirrored here), else the ladder suffix of what
-    runs: ":sk" where the stream-K tail pays (a partial last wave after a full one, sharing it costs
-    at most half a wave), ":s1" otherwise."""
+    of the SMs idle (split-K or smaller tiles, not mirrored here), else the ladder name of what
+    runs: RING_WIDE, its 128 x 256 twin, where that saves a wave of at most 14
+    (take_wide_twin_if_fewer_waves), then ":sk" where the stream-K tail pays (a partial last wave
+    after a full one, sharing it costs at most half a wave), ":s1" otherwise."""
     tiles = -(-m // 256) * -(-n // 128)
     if 8 * tiles < 7 * sms:
         return None
+    config = RING_TALL
+    wide_tiles = -(-m // 128) * -(-n // 256)
+    if 15 * -(-wide_tiles // sms) < 14 * -(-tiles // sms):
+        config, tiles = RING_WIDE, wide_tiles
     tail, iters = tiles % sms, -(-k // 8)
     if tiles <= sms or tail == 0 or tail * 10 > sms * 9:
-        return ":s1"
+        return f"{config}:s1"
     tail_iters = tail * iters
     pays = tail_iters >= 32 * sms or 2 * (tail_iters + 20 * sms) <= iters * sms
-    return ":sk" if pays else ":s1"
+    return f"{config}:sk" if pays else f"{config}:s1"
 
 
 def test_ring_plan_mirror():
     """The mirror's arithmetic on an H100's 132 SMs, for the shapes the rules were measured on."""
-    assert ring_plan(1024, 4096, 1024, 132) == ":s1"  # 128 tiles: 7/8 of the SMs, one wave
-    assert ring_plan(1024, 4608, 1024, 132) == ":sk"  # one wave + 12 thin tiles
-    assert ring_plan(2304, 2048, 2048, 132) == ":sk"
-    assert ring_plan(4224, 4096, 512, 132) == ":sk"  # 4 waves + 16 tiles of 64 slices
-    assert ring_plan(1024, 4608, 256, 132) == ":s1"  # 32 slices a tile: the wave costs too little
-    assert ring_plan(8192, 8192, 8192, 132) == ":sk"  # 15 waves + 68 tiles
+    assert ring_plan(1024, 4096, 1024, 132) == f"{RING_TALL}:s1"  # 128 tiles: 7/8 of the SMs
+    assert ring_plan(1024, 4608, 1024, 132) == f"{RING_TALL}:sk"  # one wave + 12 thin tiles
+    assert ring_plan(2304, 2048, 2048, 132) == f"{RING_TALL}:sk"
+    # 4 waves + 16 tall tiles, or 4 full waves of wide ones
+    assert ring_plan(4224, 4096, 512, 132) == f"{RING_WIDE}:s1"
+    assert ring_plan(1024, 4608, 256, 132) == f"{RING_TALL}:s1"  # 32 slices a tile: too little
+    assert ring_plan(8192, 8192, 8192, 132) == f"{RING_TALL}:sk"  # 15 waves + 68 tiles
+    # 15 waves + 8 tiles; the twin's 14 waves are no gain at its 2-7% lower speed
+    assert ring_plan(7296, 8192, 8192, 132) == f"{RING_TALL}:sk"
     assert ring_plan(1024, 1024, 4096, 132) is None  # 32 tiles: split-K
 
 
@@ -407,10 +416,11 @@ def test_ring_plan_mirror():
 )
 def test_dispatcher_keeps_the_tile_and_shares_thin_tails(shape):
     """linear's layout (x @ W^T, W stored [n, k]) through the dispatcher, TF32 off: where the 256 x
-    128 tiles fill seven eighths of the SMs the table's config runs unsplit (not 128 x 64 tiles),
-    with the stream-K tail wherever its share of a thin tail costs less than the wave: bit for bit
-    the forced `cfg:` variant that ring_plan names (each NT row of the table is RING_TALL unsplit),
-    and within float32's bound of the float64 product."""
+    128 tiles fill seven eighths of the SMs the table's config runs unsplit (not 128 x 64 tiles;
+    its 128 x 256 twin where that saves a wave: 4224 x 4096 x 512), with the stream-K tail
+    wherever its share of a thin tail costs less than the wave: bit for bit the forced `cfg:`
+    variant that ring_plan names (each NT row of the table is RING_TALL unsplit), and within
+    float32's bound of the float64 product."""
     nt_rows = [(cfg, splits) for *_, lay, cfg, splits, _ in table_rows() if lay == "NT"]
     assert nt_rows and all(row == (RING_TALL, 1) for row in nt_rows), nt_rows
     m, n, k = shape
@@ -428,8 +438,8 @@ def test_dispatcher_keeps_the_tile_and_shares_thin_tails(shape):
     assert err < F32_TOL, f"{shape}: rel err {err}"
     plan = ring_plan(m, n, k, sms)
     if plan is not None:
-        forced = G.run_ladder(f"cfg:{RING_TALL}{plan}", a, b)
-        assert torch.equal(out, forced), f"{shape} on {sms} SMs: not what cfg:{RING_TALL}{plan} computes"
+        forced = G.run_ladder(f"cfg:{plan}", a, b)
+        assert torch.equal(out, forced), f"{shape} on {sms} SMs: not what cfg:{plan} computes"
 
 
 @requires_cuda

@@ -224,6 +224,27 @@ int splits_filling_waves(int64_t tiles, int64_t slots, int max_splits) {
   return best;
 }
 
+// The 256 x 128 ring (the table's config for most shapes) and its 128 x 256 twin: where M is an
+// odd multiple of 128, the twin's tiles can fill their waves where the tall tiles leave a partial
+// last one. Measured on an H100 (2026-11-28, fp32 NT, scripts/sgemm_sweep.py --shapes, us): 4224 x
+// 4096 x 512, 544 tall tiles (4 waves + 16 tiles, the stream-K tail) 415.6, 528 wide tiles (4 full
+// waves) 386.8 [cuBLAS 362.7]. At equal waves the twin runs 2-7% slower (sweep.json: 4096^3 NT
+// 2827 against 2642 us, NN 2781 / 2719, TN 2727 / 2661), so it is taken only where it saves a wave
+// of at most 14: 15 waves of it cost more than the tall tiles' 14 + a tail.
+constexpr const char* kRingTall = "ring3_256x128x8_w64x64_t16x8";
+constexpr const char* kRingWide = "ring3_128x256x8_w64x64_t8x16";
+
+void take_wide_twin_if_fewer_waves(int64_t M, int64_t N, int64_t sms, int& config) {
+  static const int tall = find_config(kRingTall), wide = find_config(kRingWide);
+  if (config != tall || wide < 0) return;  // (the _swapnn config tiles NN products transposed)
+  const ResolvedConfig t = resolve_config(tall), w = resolve_config(wide);
+  const int64_t tall_waves =
+      ceil_div<int64_t>(ceil_div<int64_t>(M, t.bm) * ceil_div<int64_t>(N, t.bn), sms);
+  const int64_t wide_waves =
+      ceil_div<int64_t>(ceil_div<int64_t>(M, w.bm) * ceil_div<int64_t>(N, w.bn), sms);
+  if (15 * wide_waves < 14 * tall_waves) config = wide;
+}
+
 void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits,
                    bool& fixup) {
   const char layout[3] = {a_k ? 'N' : 'T', b_k ? 'T' : 'N', '\0'};
@@ -257,8 +278,12 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   // Tiles that fill all but an eighth of the SMs keep the row's config, unsplit (splitting them
   // takes as many waves: splits_filling_waves). 128 tiles of 256 x 128 on an H100's 132 SMs (the
   // 1024 x 4096 x 1024 products of an FFN with 1024 rows, forward and backward) went to 128 x 64
-  // tiles before, at about half cuBLAS's speed in a training step.
-  if (8 * tiles >= 7 * sms) return;
+  // tiles before, at about half cuBLAS's speed in a training step. The 256 x 128 ring gives way to
+  // its 128 x 256 twin where that takes fewer waves.
+  if (8 * tiles >= 7 * sms) {
+    take_wide_twin_if_fewer_waves(M, N, sms, config);
+    return;
+  }
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
     // K / kSplitKMinSlice rounded to the nearest (slices of at least about 0.9 x 256): K = 1000
     // then splits 4 ways as the 1024^3 row does (0.0624 ms against torch.mm's 0.0595 on an H100)
