@@ -34,11 +34,11 @@ constexpr int64_t kMaxSplits = 64;
 
 // pdl: the kernels as programmatic dependent launches (common/launch.cuh; all but the ladder's
 // gemv:mma:pdl0): in a decode step's CUDA graph each starts under the tail of the kernel before.
-template <TcType T, int TokenTiles, int Unroll>
+template <TcType T, int TokenTiles, int Unroll, int RowTiles>
 void launch_mma(gemv::Params<T> p, int splits, bool pdl, cudaStream_t stream) {
-  auto* kernel = gemv::mma_kernel<T, TokenTiles, Unroll>;
+  auto* kernel = gemv::mma_kernel<T, TokenTiles, Unroll, RowTiles>;
   constexpr int block = gemv::kSplitWarps * kWarpSize;
-  const int64_t row_blocks = ceil_div<int64_t>(p.rows, gemv::kMmaRows);
+  const int64_t row_blocks = ceil_div<int64_t>(p.rows, int64_t(gemv::kMmaRows) * RowTiles);
   const int64_t chunks = ceil_div<int64_t>(p.K, gemv::kMmaChunk);
   if (splits <= 0) {
     const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, block);
@@ -62,24 +62,36 @@ void launch_mma(gemv::Params<T> p, int splits, bool pdl, cudaStream_t stream) {
   }
 }
 
+// Row groups of 16 per block (gemv:mma:r<1|2>, kernels.cuh): one unless a sweep forces two, which
+// are built with one or two chunks in flight per warp (two row groups take the registers of twice
+// the chunks: u2 of r2 holds as many weight bytes in flight as u4 of r1).
 template <TcType T, int TokenTiles>
-void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, bool pdl,
+void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, int row_tiles, bool pdl,
                          cudaStream_t stream) {
+  if (row_tiles == 2) {
+    if (unroll == 1) {
+      launch_mma<T, TokenTiles, 1, 2>(p, splits, pdl, stream);
+    } else {
+      launch_mma<T, TokenTiles, 2, 2>(p, splits, pdl, stream);
+    }
+    return;
+  }
   if (unroll == 0) unroll = p.num_tokens <= 8 && p.K <= kMaxKForUnroll4 ? 4 : 2;
   if (unroll == 4) {
-    launch_mma<T, TokenTiles, 4>(p, splits, pdl, stream);
+    launch_mma<T, TokenTiles, 4, 1>(p, splits, pdl, stream);
   } else {
-    launch_mma<T, TokenTiles, 2>(p, splits, pdl, stream);
+    launch_mma<T, TokenTiles, 2, 1>(p, splits, pdl, stream);
   }
 }
 
 template <TcType T>
-void launch_mma_typed(const TcProblem& problem, int splits, int unroll, cudaStream_t stream) {
+void launch_mma_typed(const TcProblem& problem, int splits, int unroll, int row_tiles,
+                      cudaStream_t stream) {
   const gemv::Params<T> p = gemv::make_params<T>(problem);
   if (p.num_tokens <= 8) {
-    launch_mma_unrolled<T, 1>(p, splits, unroll, problem.tuning.pdl, stream);
+    launch_mma_unrolled<T, 1>(p, splits, unroll, row_tiles, problem.tuning.pdl, stream);
   } else {
-    launch_mma_unrolled<T, 2>(p, splits, unroll, problem.tuning.pdl, stream);
+    launch_mma_unrolled<T, 2>(p, splits, unroll, row_tiles, problem.tuning.pdl, stream);
   }
 }
 
@@ -97,7 +109,12 @@ GemvStep gemv_final_step(const TcProblem& p) {
   return std::min(p.M, p.N) == 1 ? GemvStep::kSplitK : GemvStep::kMma;
 }
 
-void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cudaStream_t stream) {
+void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, int row_tiles,
+                 cudaStream_t stream) {
+  const int groups = row_tiles == 0 ? 1 : row_tiles;
+  CUDASTEPS_CHECK((groups == 2 && unroll != 4) || (groups == 1 && unroll != 1), "ladder_mm",
+                  "gemv:mma's two row groups per block (r2) are built with u1 or u2, one (r1) "
+                  "with u2 or u4; got r", groups, " with u", unroll);
   CUDASTEPS_CHECK(gemv_supports(p), "ladder_mm",
                   "the gemv steps take bf16/fp16 products with at most ", kGemvMaxTokens,
                   " rows (or columns) of output and both operands K-major, got [", p.M, ", ", p.K,
@@ -105,9 +122,9 @@ void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cuda
   if (step != GemvStep::kMma) {
     gemv::simt_launch(p, step, stream);
   } else if (p.type == TcType::kBF16) {
-    launch_mma_typed<TcType::kBF16>(p, splits, unroll, stream);
+    launch_mma_typed<TcType::kBF16>(p, splits, unroll, row_tiles, stream);
   } else {
-    launch_mma_typed<TcType::kFP16>(p, splits, unroll, stream);
+    launch_mma_typed<TcType::kFP16>(p, splits, unroll, row_tiles, stream);
   }
 }
 

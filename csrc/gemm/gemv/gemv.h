@@ -46,8 +46,10 @@ bool gemv_wanted(const TcProblem& p);
 // number of blocks that share each row group's K (partial sums added in order by a second
 // kernel); 0 lets the launcher choose.
 // unroll: for kMma, the 64-wide chunks of K a warp loads before it multiplies (2 or 4; 0 lets
-// the launcher choose).
-void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cudaStream_t stream);
+// the launcher choose). row_tiles: for kMma, the 16-row groups of weight rows per block that
+// share each token fragment (1 or 2, two with unroll 1 or 2; 0 lets the launcher choose: one).
+void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, int row_tiles,
+                 cudaStream_t stream);
 // The step the dispatcher runs for `p` (gemv_wanted): split_k for one token, whose SIMT FMAs keep
 // up with the memory and which needs no tensor-core fragments' padding to 8 tokens; mma otherwise.
 GemvStep gemv_final_step(const TcProblem& p);

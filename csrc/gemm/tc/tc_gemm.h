@@ -37,8 +37,9 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
 // Tile width and rows, split-K factor and tail split of the Hopper persistent kernels, forced by a
 // ladder variant (tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>) for tuning
 // sweeps; 0 (tail_split: -1) lets the launcher choose.
-// The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
-// 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
+// The few-row path's mma step reads splits as the blocks that share K, unroll (1, 2 or 4) as the
+// 64-wide chunks of K each warp loads before it multiplies, and row_tiles (1 or 2) as the 16-row
+// groups of weight rows per block (gemv:mma:s<splits>:u<unroll>:r<row_tiles>).
 struct TcTuning {
   // Tile rows: tc:fp8_ws's 0 (128) or 256 (tc:fp8_ws256, the ladder's fp8_ws256);
   // tc:ws_persistent's 0 (the launcher's choice), 128 or 192 (bm192: 192 x 128 tiles, 16-bit).
@@ -46,6 +47,7 @@ struct TcTuning {
   int bn = 0;
   int splits = 0;
   int unroll = 0;
+  int row_tiles = 0;  // gemv:mma's 16-row groups per block (r1, r2); 0: the launcher's choice
   int tail_split = -1;  // 0: never, 1: the last wave's tiles whatever the waves (tc:ws_persistent)
   int ctas = 0;  // 2: tc:fp8_ws in clusters of two CTAs (tc:fp8_multicast, the ladder's); else one
   int bt = 0;    // 16, 32, 64: tc:ws_persistent's skinny tiles (64 weight rows by bt tokens)
