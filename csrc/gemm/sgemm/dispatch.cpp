@@ -234,15 +234,14 @@ int splits_filling_waves(int64_t tiles, int64_t slots, int max_splits) {
 constexpr const char* kRingTall = "ring3_256x128x8_w64x64_t16x8";
 constexpr const char* kRingWide = "ring3_128x256x8_w64x64_t8x16";
 
-void take_wide_twin_if_fewer_waves(int64_t M, int64_t N, int64_t sms, int& config) {
+// tiles: config's tiles of the M x N output (choose_config has them).
+void take_wide_twin_if_fewer_waves(int64_t M, int64_t N, int64_t tiles, int64_t sms,
+                                   int& config) {
   static const int tall = find_config(kRingTall), wide = find_config(kRingWide);
   if (config != tall || wide < 0) return;  // (the _swapnn config tiles NN products transposed)
-  const ResolvedConfig t = resolve_config(tall), w = resolve_config(wide);
-  const int64_t tall_waves =
-      ceil_div<int64_t>(ceil_div<int64_t>(M, t.bm) * ceil_div<int64_t>(N, t.bn), sms);
-  const int64_t wide_waves =
-      ceil_div<int64_t>(ceil_div<int64_t>(M, w.bm) * ceil_div<int64_t>(N, w.bn), sms);
-  if (15 * wide_waves < 14 * tall_waves) config = wide;
+  const ResolvedConfig w = resolve_config(wide);
+  const int64_t wide_tiles = ceil_div<int64_t>(M, w.bm) * ceil_div<int64_t>(N, w.bn);
+  if (15 * ceil_div<int64_t>(wide_tiles, sms) < 14 * ceil_div<int64_t>(tiles, sms)) config = wide;
 }
 
 void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& config, int& splits,
@@ -281,7 +280,7 @@ void choose_config(int64_t M, int64_t N, int64_t K, bool a_k, bool b_k, int& con
   // tiles before, at about half cuBLAS's speed in a training step. The 256 x 128 ring gives way to
   // its 128 x 256 twin where that takes fewer waves.
   if (8 * tiles >= 7 * sms) {
-    take_wide_twin_if_fewer_waves(M, N, sms, config);
+    take_wide_twin_if_fewer_waves(M, N, tiles, sms, config);
     return;
   }
   if (K >= kSplitKMinK || (row.splits > 1 && K >= 2 * kSplitKMinSlice)) {
