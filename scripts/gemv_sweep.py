@@ -33,7 +33,7 @@ from cudasteps import gemm as G  # noqa: E402
 from benchmarks.harness import Bench  # noqa: E402
 
 DEFAULT_WEIGHTS = "4096x4096,14336x4096,4096x14336,1024x8192"
-VARIANTS = ("s1", "s1:u4", "u4", "r2", "r2:u1", "s1:r2", "")
+VARIANTS = ("s1", "s1:u4", "s2:u4", "u4", "")
 
 
 def ladder(variant):

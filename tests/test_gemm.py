@@ -860,11 +860,24 @@ def test_ws_skinny_tiles():
         G.run_ladder("tc:ws_persistent:bt8", x, x.t())
 
 
-def skinny_tiles(m, n, sms):
+def decode_skinny_tiles(m, n, k, sms):
+    """sm90/scheduler.cuh's decode_skinny_tiles: the ladder fields (``bt16`` or ``bt16:k2``) of the
+    skinny tiles a linear of 2-16 tokens runs in ("": the few-row path, gemv/)."""
+    weight_tiles = -(-n // 64)
+    if m < 2 or m > 16 or 5 * weight_tiles < 2 * sms:
+        return ""
+    if 2 * weight_tiles <= sms and k >= 8192:
+        return "bt16:k2"
+    return "bt16" if m > 8 else ""
+
+
+def skinny_tiles(m, n, k, sms):
     """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>`` or ``bt<n>:k2``) of the
     skinny tiles a linear of m tokens and n output features runs in ("": none)."""
     weight_tiles = -(-n // 64)
-    if m <= 16 or m > 128 or weight_tiles * 9 < sms:
+    if m <= 16:
+        return decode_skinny_tiles(m, n, k, sms)
+    if m > 128 or weight_tiles * 9 < sms:
         return ""
     bt32_tiles = weight_tiles * -(-m // 32)
     small_weight = weight_tiles * 3 <= sms
@@ -903,7 +916,7 @@ def test_few_rows_rules():
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
             w_kn = w.t().contiguous()  # the same weight stored K x N: B is not K-major
             few_rows = m <= 64 and -(-n // 128) * 2 <= sms
-            for b, fields in ((w.t(), skinny_tiles(m, n, sms)), (w_kn, "")):
+            for b, fields in ((w.t(), skinny_tiles(m, n, k, sms)), (w_kn, "")):
                 poison_allocator(m * n, dtype)
                 out = cudasteps.mm(x, b)
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
@@ -912,6 +925,37 @@ def test_few_rows_rules():
                 elif few_rows:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)
+
+
+@pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
+def test_decode_skinny_rule():
+    """Linears of 2-16 tokens in the layout x @ weight^T: the skinny tiles with 16 tokens a tile
+    where sm90/scheduler.cuh's decode_skinny_tiles says (bitwise tc:ws_persistent:bt16[:k2]'s
+    output), else the few-row path (bitwise gemv:mma's); the swapped product w @ x^T always the
+    latter. Token counts of a partial tile, K no multiple of a k-tile, weights of a partial last
+    tile, each side of the rule's bounds for this GPU's SM count; every output within the bound of
+    the float64 product (poisoned output)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows_for = {"two_fifths": -(-2 * sms // 5) * 64, "half": (sms // 2) * 64}
+    shapes = [(16, 4096, 1000), (9, rows_for["two_fifths"] - 30, 520), (12, 8200, 264),
+              (2, rows_for["half"], 8200), (5, rows_for["two_fifths"], 8192),
+              (16, rows_for["half"] + 4, 9000), (8, 14336, 256), (16, 2560, 4096),
+              (3, rows_for["half"] + 128, 8192), (7, 4096, 8184)]
+    for dtype in (torch.bfloat16, torch.float16):
+        for i, (m, n, k) in enumerate(shapes):
+            x = make_tensor((m, k), dtype, "cuda", seed=500 + i) / k**0.5
+            w = make_tensor((n, k), dtype, "cuda", seed=520 + i)
+            poison_allocator(m * n, dtype)
+            out = cudasteps.mm(x, w.t())
+            assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
+            fields = decode_skinny_tiles(m, n, k, sms)
+            same = G.run_ladder(f"tc:ws_persistent:{fields}" if fields else "gemv:mma", x, w.t())
+            assert torch.equal(out, same), (dtype, m, n, k, fields)
+            swapped = cudasteps.mm(w, x.t())
+            assert torch.equal(swapped, G.run_ladder("gemv:mma", w, x.t())), (dtype, m, n, k)
+    # The rule's edges here: the shapes above take each branch at least once.
+    taken = {decode_skinny_tiles(m, n, k, sms) for m, n, k in shapes}
+    assert taken == {"", "bt16", "bt16:k2"}, taken
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")

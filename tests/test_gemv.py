@@ -96,29 +96,10 @@ def test_gemv_mma_splits(dtype):
     for tokens, rows, k in [(4, 100, 4096), (16, 33, 1000), (1, 5, 64 * 7)]:
         a, b = operands(tokens, rows, k, dtype, False, seed=3)
         for splits in (1, 2, 3, 5, 8, 64):
-            for fields in ("u2", "u4", "r2:u1", "r2:u2"):
+            for unroll in (2, 4):
                 poison_allocator(tokens * rows, dtype)
-                out = G.run_ladder(f"gemv:mma:s{splits}:{fields}", a, b)
-                assert_product(out, a, b, dtype, f"s{splits} {fields} tokens={tokens} rows={rows} K={k}")
-
-
-@requires_cuda
-@requires_gemv
-@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=["bf16", "fp16"])
-def test_gemv_mma_row_groups_same_bits(dtype):
-    """Two 16-row groups per block (r2) multiply each token fragment into both: every row's sums
-    run in the same order as with one group (chunks in k order per warp, the warps' parts in warp
-    order), so for the same split over blocks the bits are r1's. Row counts that leave the last
-    block's second group partial or empty, 1-16 tokens, K not a multiple of the chunk."""
-    for tokens, rows, k in [(16, 100, 4096), (9, 40, 1000), (8, 33, 520), (3, 17, 4104), (16, 48, 2048)]:
-        a, b = operands(tokens, rows, k, dtype, False, seed=5)
-        for splits in (1, 3):
-            ref = G.run_ladder(f"gemv:mma:s{splits}:u2", a, b)
-            assert_product(ref, a, b, dtype, f"r1 s{splits} tokens={tokens} rows={rows} K={k}")
-            for fields in ("r2:u1", "r2:u2", "r2"):
-                poison_allocator(tokens * rows, dtype)
-                out = G.run_ladder(f"gemv:mma:s{splits}:{fields}", a, b)
-                assert torch.equal(out, ref), f"{fields} s{splits} tokens={tokens} rows={rows} K={k}"
+                out = G.run_ladder(f"gemv:mma:s{splits}:u{unroll}", a, b)
+                assert_product(out, a, b, dtype, f"s{splits} u{unroll} tokens={tokens} rows={rows} K={k}")
 
 
 @requires_cuda
@@ -195,20 +176,13 @@ def test_gemv_ladder_errors():
         G.run_ladder("gemv:mma", x17.float(), w.t().float())
     with pytest.raises(RuntimeError, match=r"cudasteps.ladder_mm: variant must be one of"):
         G.run_ladder("gemv:nope", x17[:4], w.t())
-    bad_fields = ("s0", "x", "s", "u3", "r3", "r0", "bn128", "", "pdl2")
+    bad_fields = ("s0", "x", "s", "u3", "bn128", "", "pdl2")
     for bad in (f"gemv:mma:{field}" for field in bad_fields):
         field = bad.split(":")[-1]
         with pytest.raises(
             RuntimeError,
             match=rf"cudasteps.ladder_mm: tuning fields of '{bad}' must be s<splits> \(splits >= 1\), "
-            rf"u1, u2 or u4, r1 or r2 and pdl0 or pdl1, got '{field}'",
+            rf"u2 or u4 and pdl0 or pdl1, got '{field}'",
         ):
             G.run_ladder(bad, x17[:4], w.t())
-    for unbuilt, got in (("u1", "r1 with u1"), ("r1:u1", "r1 with u1"), ("r2:u4", "r2 with u4")):
-        with pytest.raises(
-            RuntimeError,
-            match=r"cudasteps.ladder_mm: gemv:mma's two row groups per block \(r2\) are built with u1 "
-            rf"or u2, one \(r1\) with u2 or u4; got {got}",
-        ):
-            G.run_ladder(f"gemv:mma:{unbuilt}", x17[:4], w.t())
 

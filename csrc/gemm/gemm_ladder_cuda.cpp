@@ -71,8 +71,7 @@
 //
 // The few-row ladder (bf16, fp16; at most 16 rows of output, or columns; both operands K-major:
 // a decode step's linear), run through tc_gemm_cuda (gemm/gemv/gemv.h has what each step buys):
-//   gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k,
-//   gemv:mma[:s<splits>][:u<1|2|4>][:r<1|2>]
+//   gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k, gemv:mma[:s<splits>][:u<2|4>]
 //   gemv:final             the dispatcher's choice (the same as tc:final)
 //
 // Host code only (no kernels), so a C++ unit, not a CUDA one: the host compiler alone, not nvcc's
@@ -121,7 +120,7 @@ const char* kLadderNames =
     "tc:ws_pingpong, "
     "tc:ws_tf32_rs, "
     "tc:final, gemv:warp_row, gemv:vec16, gemv:rows_in_flight, gemv:split_k, "
-    "gemv:mma[:s<splits>][:u<1|2|4>][:r<1|2>], gemv:final";
+    "gemv:mma[:s<splits>][:u<2|4>], gemv:final";
 
 // The fields of "bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>" (any may be left out), as in
 // tc:ws_persistent:bn128:s4.
@@ -276,24 +275,21 @@ at::Tensor ladder_tc(const at::Tensor& self, const at::Tensor& mat2, const std::
   return tc_gemm_cuda(self, mat2, Addend{}, 1.0, 0.0, tc_type_of(dtype), kernel, config, tuning);
 }
 
-// The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1), u1, u2 or u4, r1 or r2 and
-// pdl0 or pdl1 (pdl0: ordinary launches, to time what the programmatic dependent launch buys),
-// ':'-separated. (gemv_launch refuses the pairs not built: u1 with r1, u4 with r2.)
+// The tuning fields of gemv:mma:<fields>: s<splits> (splits >= 1), u2 or u4 and pdl0 or pdl1
+// (pdl0: ordinary launches, to time what the programmatic dependent launch buys), ':'-separated.
 TcTuning parse_gemv_tuning(const std::string& fields, const std::string& variant) {
   TcTuning t;
   for_each_tuning_field(fields, [&](const std::string& f, const std::string& name, int value) {
     const bool is_s = name == "s" && value >= 1;
-    const bool is_u = name == "u" && (value == 1 || value == 2 || value == 4);
-    const bool is_r = name == "r" && (value == 1 || value == 2);
+    const bool is_u = name == "u" && (value == 2 || value == 4);
     const bool is_pdl = name == "pdl" && (value == 0 || value == 1);
-    CUDASTEPS_CHECK(is_s || is_u || is_r || is_pdl, kOp, "tuning fields of '", variant,
-                    "' must be s<splits> (splits >= 1), u1, u2 or u4, r1 or r2 and pdl0 or pdl1, "
-                    "got '", f, "'");
+    CUDASTEPS_CHECK(is_s || is_u || is_pdl, kOp, "tuning fields of '", variant,
+                    "' must be s<splits> (splits >= 1), u2 or u4 and pdl0 or pdl1, got '", f, "'");
     if (is_pdl) {
       t.pdl = value == 1;
       return;
     }
-    (is_s ? t.splits : is_u ? t.unroll : t.row_tiles) = value;
+    (is_s ? t.splits : t.unroll) = value;
   });
   return t;
 }
@@ -316,8 +312,8 @@ at::Tensor ladder_gemv(const at::Tensor& self, const at::Tensor& mat2, const std
   } else if (step == "mma") {
     kernel = TcKernel::kGemvMma;
   } else if (step.rfind("mma:", 0) == 0) {
-    // Sweeps: gemv:mma:s<splits> forces the blocks that share K, u<1|2|4> the chunks each warp
-    // keeps in flight, r<1|2> the 16-row groups per block.
+    // Sweeps: gemv:mma:s<splits> forces the blocks that share K, u<2|4> the chunks each warp
+    // keeps in flight.
     kernel = TcKernel::kGemvMma;
     tuning = parse_gemv_tuning(step.substr(4), variant);
   } else {

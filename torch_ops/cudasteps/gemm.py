@@ -155,10 +155,11 @@ TC_TF32_STEPS = ("tc:ws_tf32_rs",)
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # The few-row ladder (bf16 / fp16 products whose output has at most GEMV_MAX_TOKENS rows or
 # columns, both operands K-major: a decode step's ``linear``), naive first; ``gemv:final`` is what
-# mm / linear run for such products. Every step needs compute capability 8.0 (the mma step's
-# mma.sync). ``gemv:mma:s<splits>:u<1|2|4>:r<1|2>`` (any field optional) forces the blocks that
-# share K, the 64-wide chunks of K each warp loads before it multiplies and the 16-row groups of
-# weight rows per block (for sweeps; r2 is built with u1 and u2, r1 with u2 and u4).
+# mm / linear run for such products (on Hopper, for 9-16 tokens against large weights or long K,
+# the skinny tiles ``tc:ws_persistent:bt16[:k2]``: sm90/scheduler.cuh's decode_skinny_tiles).
+# Every step needs compute capability 8.0 (the mma step's mma.sync). ``gemv:mma:s<splits>:u<2|4>``
+# (either field optional) forces the blocks that share K and the 64-wide chunks of K each warp
+# loads before it multiplies (for sweeps).
 GEMV_LADDER = (
     "gemv:warp_row",
     "gemv:vec16",
@@ -501,9 +502,8 @@ def run_ladder(variant: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     Few-row steps (``GEMV_LADDER``): bfloat16 or float16, at most ``GEMV_MAX_TOKENS`` rows of
     ``a`` (or columns of ``b``), both operands K-major (``a`` row-major, ``b`` column-major as
     linear's ``weight.t()``; the other way round when ``b`` has the few columns), rows 16-byte
-    aligned; the steps of ``GEMV_BF16_ONLY_STEPS`` bfloat16 only.
-    ``gemv:mma:s<splits>:u<1|2|4>:r<1|2>:pdl<0|1>`` forces the mma step's split, unroll, row groups
-    per block and launch.
+    aligned; the steps of ``GEMV_BF16_ONLY_STEPS`` bfloat16 only. ``gemv:mma:s<splits>:u<2|4>:pdl<0|1>``
+    forces the mma step's split, unroll and launch.
     """
     return _ops.ladder_mm(a, b, variant)
 
@@ -943,7 +943,6 @@ def _ladder_mm_fake(a, b, variant):
         or variant.startswith("gemv:"),
         "ladder_mm",
         f"variant must be one of {', '.join(LADDER + TC_LADDER + GEMV_LADDER)}, "
-        f"cfg:<name>[:s<splits>], tc:cp_async_cfg:<name>, gemv:mma:s<splits>:u<1|2|4>:r<1|2>, "
-        f"got '{variant}'",
+        f"cfg:<name>[:s<splits>], tc:cp_async_cfg:<name>, gemv:mma:s<splits>:u<2|4>, got '{variant}'",
     )
     return a.new_empty((a.shape[0], b.shape[1]))

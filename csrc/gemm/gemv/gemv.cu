@@ -23,6 +23,15 @@ namespace {
 // replays, 9-16 tokens, us, two / three): 4096 -> 4096 14.6-15.0 / 15.3-15.7; 4096 -> 14336 (a
 // 14336 x 4096 weight) 42.9-44.8 / 44.3-45.8 (cuBLAS 42.1-43.1); 14336 -> 4096 42.5-43.4 /
 // 46.0-47.3. Not kept.
+// Two more trials against the 9-16-token gap, not kept (2026-11-28, gemv_sweep.py, us; H100 /
+// H200): two 16-row groups per block sharing each token fragment (half the tokens' loads; u1 93
+// registers, u2 127) slower everywhere, 16 x (4096 -> 14336) u2 46.8 against 44.8 / 48.0 against
+// 41.2, 16 x (4096 -> 4096) 18.6 against 15.1 / 15.2 against 13.2; registers capped for three
+// blocks per SM (__launch_bounds__' minimum, 80 registers, 48 bytes of stack) 16 x (4096 ->
+// 14336) 44.3 against 41.2 on the H200. Under ncu (H200, 16 x (4096 -> 14336)) this kernel moved
+// 2.76 TB/s from DRAM at 25% occupancy, cuBLAS's (nvjet_sm90_tst_64x16_64x16_2x1: TMA and wgmma,
+// 64 weight rows by 16 tokens a tile) 3.76 TB/s at 14%. That form is the skinny tiles' bt16
+// (sm90/scheduler.cuh's decode_skinny_tiles), which the dispatcher now takes there.
 constexpr int64_t kMaxKForUnroll4 = 8192;
 
 // Blocks of the mma kernel that split K: enough blocks for every SM to hold as many as it can,
@@ -34,11 +43,11 @@ constexpr int64_t kMaxSplits = 64;
 
 // pdl: the kernels as programmatic dependent launches (common/launch.cuh; all but the ladder's
 // gemv:mma:pdl0): in a decode step's CUDA graph each starts under the tail of the kernel before.
-template <TcType T, int TokenTiles, int Unroll, int RowTiles>
+template <TcType T, int TokenTiles, int Unroll>
 void launch_mma(gemv::Params<T> p, int splits, bool pdl, cudaStream_t stream) {
-  auto* kernel = gemv::mma_kernel<T, TokenTiles, Unroll, RowTiles>;
+  auto* kernel = gemv::mma_kernel<T, TokenTiles, Unroll>;
   constexpr int block = gemv::kSplitWarps * kWarpSize;
-  const int64_t row_blocks = ceil_div<int64_t>(p.rows, int64_t(gemv::kMmaRows) * RowTiles);
+  const int64_t row_blocks = ceil_div<int64_t>(p.rows, gemv::kMmaRows);
   const int64_t chunks = ceil_div<int64_t>(p.K, gemv::kMmaChunk);
   if (splits <= 0) {
     const int64_t resident = int64_t(sm_count()) * blocks_per_sm(kernel, block);
@@ -62,36 +71,24 @@ void launch_mma(gemv::Params<T> p, int splits, bool pdl, cudaStream_t stream) {
   }
 }
 
-// Row groups of 16 per block (gemv:mma:r<1|2>, kernels.cuh): one unless a sweep forces two, which
-// are built with one or two chunks in flight per warp (two row groups take the registers of twice
-// the chunks: u2 of r2 holds as many weight bytes in flight as u4 of r1).
 template <TcType T, int TokenTiles>
-void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, int row_tiles, bool pdl,
+void launch_mma_unrolled(const gemv::Params<T>& p, int splits, int unroll, bool pdl,
                          cudaStream_t stream) {
-  if (row_tiles == 2) {
-    if (unroll == 1) {
-      launch_mma<T, TokenTiles, 1, 2>(p, splits, pdl, stream);
-    } else {
-      launch_mma<T, TokenTiles, 2, 2>(p, splits, pdl, stream);
-    }
-    return;
-  }
   if (unroll == 0) unroll = p.num_tokens <= 8 && p.K <= kMaxKForUnroll4 ? 4 : 2;
   if (unroll == 4) {
-    launch_mma<T, TokenTiles, 4, 1>(p, splits, pdl, stream);
+    launch_mma<T, TokenTiles, 4>(p, splits, pdl, stream);
   } else {
-    launch_mma<T, TokenTiles, 2, 1>(p, splits, pdl, stream);
+    launch_mma<T, TokenTiles, 2>(p, splits, pdl, stream);
   }
 }
 
 template <TcType T>
-void launch_mma_typed(const TcProblem& problem, int splits, int unroll, int row_tiles,
-                      cudaStream_t stream) {
+void launch_mma_typed(const TcProblem& problem, int splits, int unroll, cudaStream_t stream) {
   const gemv::Params<T> p = gemv::make_params<T>(problem);
   if (p.num_tokens <= 8) {
-    launch_mma_unrolled<T, 1>(p, splits, unroll, row_tiles, problem.tuning.pdl, stream);
+    launch_mma_unrolled<T, 1>(p, splits, unroll, problem.tuning.pdl, stream);
   } else {
-    launch_mma_unrolled<T, 2>(p, splits, unroll, row_tiles, problem.tuning.pdl, stream);
+    launch_mma_unrolled<T, 2>(p, splits, unroll, problem.tuning.pdl, stream);
   }
 }
 
@@ -103,18 +100,15 @@ bool gemv_supports(const TcProblem& p) {
          tc_operands_16b_aligned(p) && std::max(p.M, p.N) <= int64_t(gemv::kMmaRows) * INT32_MAX;
 }
 
-bool gemv_wanted(const TcProblem& p) { return gemv_supports(p); }
+bool gemv_wanted(const TcProblem& p) {
+  return gemv_supports(p) && !tc_hopper_decode_skinny_wanted(p);
+}
 
 GemvStep gemv_final_step(const TcProblem& p) {
   return std::min(p.M, p.N) == 1 ? GemvStep::kSplitK : GemvStep::kMma;
 }
 
-void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, int row_tiles,
-                 cudaStream_t stream) {
-  const int groups = row_tiles == 0 ? 1 : row_tiles;
-  CUDASTEPS_CHECK((groups == 2 && unroll != 4) || (groups == 1 && unroll != 1), "ladder_mm",
-                  "gemv:mma's two row groups per block (r2) are built with u1 or u2, one (r1) "
-                  "with u2 or u4; got r", groups, " with u", unroll);
+void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cudaStream_t stream) {
   CUDASTEPS_CHECK(gemv_supports(p), "ladder_mm",
                   "the gemv steps take bf16/fp16 products with at most ", kGemvMaxTokens,
                   " rows (or columns) of output and both operands K-major, got [", p.M, ", ", p.K,
@@ -122,9 +116,9 @@ void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, int 
   if (step != GemvStep::kMma) {
     gemv::simt_launch(p, step, stream);
   } else if (p.type == TcType::kBF16) {
-    launch_mma_typed<TcType::kBF16>(p, splits, unroll, row_tiles, stream);
+    launch_mma_typed<TcType::kBF16>(p, splits, unroll, stream);
   } else {
-    launch_mma_typed<TcType::kFP16>(p, splits, unroll, row_tiles, stream);
+    launch_mma_typed<TcType::kFP16>(p, splits, unroll, stream);
   }
 }
 

@@ -21,6 +21,8 @@
 //   mma             the split_k layout with the products on the tensor cores (mma.sync m16n8k16):
 //                   the fp32 FMAs of the steps above (M per weight element) cap the SIMT kernels
 //                   below the memory bound at 16 tokens
+// On Hopper the dispatcher gives some 2-16-token linears to the skinny tiles of the sm90 room
+// instead (gemv_wanted, tc_hopper_decode_skinny_wanted).
 // Light on purpose (no ATen header): the instantiation units include it.
 #pragma once
 
@@ -39,17 +41,16 @@ enum class GemvStep { kWarpRow, kVec16, kRowsInFlight, kSplitK, kMma };
 // True when the few-row kernels can take `p`: bf16/fp16, min(M, N) <= kGemvMaxTokens, both
 // operands K-major with 16-byte aligned rows.
 bool gemv_supports(const TcProblem& p);
-// True when the dispatcher should run `p` on the few-row path (gemv_supports and the output's
-// short side small enough that the tiled kernels waste their tiles on it).
+// True when the dispatcher should run `p` on the few-row path: gemv_supports(p), unless the
+// Hopper kernels' skinny tiles run it faster (tc_hopper_decode_skinny_wanted: 9-16 tokens against
+// large weights, or long K against a weight of half the SMs' tiles).
 bool gemv_wanted(const TcProblem& p);
 // Runs `p` with the kernel of ladder step `step`. Needs gemv_supports(p). splits: for kMma, the
 // number of blocks that share each row group's K (partial sums added in order by a second
 // kernel); 0 lets the launcher choose.
 // unroll: for kMma, the 64-wide chunks of K a warp loads before it multiplies (2 or 4; 0 lets
-// the launcher choose). row_tiles: for kMma, the 16-row groups of weight rows per block that
-// share each token fragment (1 or 2, two with unroll 1 or 2; 0 lets the launcher choose: one).
-void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, int row_tiles,
-                 cudaStream_t stream);
+// the launcher choose).
+void gemv_launch(const TcProblem& p, GemvStep step, int splits, int unroll, cudaStream_t stream);
 // The step the dispatcher runs for `p` (gemv_wanted): split_k for one token, whose SIMT FMAs keep
 // up with the memory and which needs no tensor-core fragments' padding to 8 tokens; mma otherwise.
 GemvStep gemv_final_step(const TcProblem& p);

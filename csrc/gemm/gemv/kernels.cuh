@@ -244,36 +244,24 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) split_k_kernel(Params<
 }
 
 // ---- step mma: the split_k layout, products on the tensor cores ----
-// A block owns RowTiles groups of kMmaRows = 16 weight rows (each mma.sync's A tile) and its
-// kSplitWarps warps split K; gridDim.y > 1 splits K over blocks too (partial sums, combine_kernel
-// adds them in order). TokenTiles 8-token tiles are mma's B (n = 8 each). Lane (g, t) of the warp
-// (g = lane / 4, t = lane % 4) loads 16 consecutive elements, k in [16t, 16t + 16) of a 64-wide
-// chunk, of weight rows g and g + 8 of each row group and of token g (and g + 8): two 16-byte
-// loads each. Its 8 pairs P0..P7 feed the 4 mma steps of the chunk directly from those registers,
-// P(2s) as a0/a1/b0 and P(2s+1) as a2/a3/b1 of step s. That assigns each physical k to one logical
-// k of one step, the same for A and B, so the sum is the same product, with no shared-memory
-// staging and no shuffles.
-// RowTiles 2 (the ladder's gemv:mma:r2) multiplies each token fragment into two row groups: a
-// block then reads the tokens once per 32 weight rows instead of per 16, which halves the tokens'
-// loads (at 16 tokens as many bytes as the weight's, from L1/L2). Each row's sums run in the same
-// order whatever RowTiles and Unroll (chunks in k order per warp, the warps' parts in warp order),
-// so every form gives the same bits for the same split over blocks.
-template <TcType T, int TokenTiles, int Unroll, int RowTiles = 1>
+// A block owns kMmaRows = 16 weight rows (mma.sync's A tile) and its kSplitWarps warps split K;
+// gridDim.y > 1 splits K over blocks too (partial sums, combine_kernel adds them in order).
+// TokenTiles 8-token tiles are mma's B (n = 8 each). Lane (g, t) of the warp (g = lane / 4,
+// t = lane % 4) loads 16 consecutive elements, k in [16t, 16t + 16) of a 64-wide chunk, of weight
+// rows g and g + 8 and of token g (and g + 8): two 16-byte loads each. Its 8 pairs P0..P7 feed
+// the 4 mma steps of the chunk directly from those registers, P(2s) as a0/a1/b0 and P(2s+1) as
+// a2/a3/b1 of step s. That assigns each physical k to one logical k of one step, the same for A
+// and B, so the sum is the same product, with no shared-memory staging and no shuffles.
+template <TcType T, int TokenTiles, int Unroll>
 __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p) {
   constexpr int kTokens = 8 * TokenTiles;
-  constexpr int kRows = kMmaRows * RowTiles;
-  __shared__ float parts[kSplitWarps][kRows][kTokens];
+  __shared__ float parts[kSplitWarps][kMmaRows][kTokens];
   wait_previous_grid();  // launch_mma launches it as a programmatic dependent
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, t = lane % 4;
-  const int64_t row0 = int64_t(blockIdx.x) * kRows;
-  const typename Params<T>::E* w_lo[RowTiles];
-  const typename Params<T>::E* w_hi[RowTiles];
-#pragma unroll
-  for (int rt = 0; rt < RowTiles; ++rt) {
-    w_lo[rt] = p.weight + min(row0 + kMmaRows * rt + g, p.rows - 1) * p.ld_weight;
-    w_hi[rt] = p.weight + min(row0 + kMmaRows * rt + g + 8, p.rows - 1) * p.ld_weight;
-  }
+  const int64_t row0 = int64_t(blockIdx.x) * kMmaRows;
+  const auto* w_lo = p.weight + min(row0 + g, p.rows - 1) * p.ld_weight;
+  const auto* w_hi = p.weight + min(row0 + g + 8, p.rows - 1) * p.ld_weight;
   const typename Params<T>::E* x[TokenTiles];
 #pragma unroll
   for (int tt = 0; tt < TokenTiles; ++tt) {
@@ -284,21 +272,18 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p
   const int64_t per_split = (chunks + gridDim.y - 1) / gridDim.y;
   const int64_t k_end = min(p.K, int64_t(blockIdx.y + 1) * per_split * kMmaChunk);
   const int64_t k_step = int64_t(kSplitWarps) * kMmaChunk;
-  float d[RowTiles][TokenTiles][4] = {};
+  float d[TokenTiles][4] = {};
   for (int64_t k0 = int64_t(blockIdx.y) * per_split * kMmaChunk + int64_t(warp) * kMmaChunk;
        k0 < k_end; k0 += k_step * Unroll) {
-    uint4 lo[Unroll][RowTiles][2], hi[Unroll][RowTiles][2], xv[Unroll][TokenTiles][2];
+    uint4 lo[Unroll][2], hi[Unroll][2], xv[Unroll][TokenTiles][2];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t k = k0 + u * k_step + 16 * t + kVec * h;
         const int64_t k_in = k < k_end ? k : p.K;  // past this block's share: zeros
-#pragma unroll
-        for (int rt = 0; rt < RowTiles; ++rt) {
-          lo[u][rt][h] = load8<true>(w_lo[rt], k_in, p.K);
-          hi[u][rt][h] = load8<true>(w_hi[rt], k_in, p.K);
-        }
+        lo[u][h] = load8<true>(w_lo, k_in, p.K);
+        hi[u][h] = load8<true>(w_hi, k_in, p.K);
 #pragma unroll
         for (int tt = 0; tt < TokenTiles; ++tt) xv[u][tt][h] = load8<false>(x[tt], k_in, p.K);
       }
@@ -308,18 +293,15 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         const int h = s / 2, i = 2 * (s % 2);  // pairs 2s and 2s + 1: words i, i + 1 of load h
+        const uint32_t a[4] = {word(lo[u][h], i), word(hi[u][h], i), word(lo[u][h], i + 1),
+                               word(hi[u][h], i + 1)};
 #pragma unroll
-        for (int rt = 0; rt < RowTiles; ++rt) {
-          const uint32_t a[4] = {word(lo[u][rt][h], i), word(hi[u][rt][h], i),
-                                 word(lo[u][rt][h], i + 1), word(hi[u][rt][h], i + 1)};
-#pragma unroll
-          for (int tt = 0; tt < TokenTiles; ++tt) {
-            const uint32_t b[2] = {word(xv[u][tt][h], i), word(xv[u][tt][h], i + 1)};
-            if constexpr (T == TcType::kBF16) {
-              tc::mma_16816_bf16(d[rt][tt], a, b);
-            } else {
-              tc::mma_16816_fp16(d[rt][tt], a, b);
-            }
+        for (int tt = 0; tt < TokenTiles; ++tt) {
+          const uint32_t b[2] = {word(xv[u][tt][h], i), word(xv[u][tt][h], i + 1)};
+          if constexpr (T == TcType::kBF16) {
+            tc::mma_16816_bf16(d[tt], a, b);
+          } else {
+            tc::mma_16816_fp16(d[tt], a, b);
           }
         }
       }
@@ -327,25 +309,18 @@ __global__ void __launch_bounds__(kSplitWarps* kWarpSize) mma_kernel(Params<T> p
   }
   // Only now may the next grid's blocks take the SMs this one's leave (common/launch.cuh).
   release_next_grid();
-  // d[rt][tt]: d0, d1 = (row g of group rt, tokens 8tt + 2t, +1), d2, d3 = (row g + 8, the same
-  // tokens).
+  // d[tt]: d0, d1 = (row g, tokens 8tt + 2t, +1), d2, d3 = (row g + 8, the same tokens).
 #pragma unroll
-  for (int rt = 0; rt < RowTiles; ++rt) {
-    const int r_lo = kMmaRows * rt + g, r_hi = r_lo + 8;
-#pragma unroll
-    for (int tt = 0; tt < TokenTiles; ++tt) {
-      parts[warp][r_lo][8 * tt + 2 * t] = d[rt][tt][0];
-      parts[warp][r_lo][8 * tt + 2 * t + 1] = d[rt][tt][1];
-      parts[warp][r_hi][8 * tt + 2 * t] = d[rt][tt][2];
-      parts[warp][r_hi][8 * tt + 2 * t + 1] = d[rt][tt][3];
-    }
+  for (int tt = 0; tt < TokenTiles; ++tt) {
+    parts[warp][g][8 * tt + 2 * t] = d[tt][0];
+    parts[warp][g][8 * tt + 2 * t + 1] = d[tt][1];
+    parts[warp][g + 8][8 * tt + 2 * t] = d[tt][2];
+    parts[warp][g + 8][8 * tt + 2 * t + 1] = d[tt][3];
   }
   __syncthreads();
-  // One output per thread and pass, consecutive threads on consecutive rows (linear's output:
-  // contiguous).
-  for (int i = threadIdx.x; i < kRows * kTokens; i += kSplitWarps * kWarpSize) {
-    const int r = i % kRows, token = i / kRows;
-    if (row0 + r >= p.rows || token >= p.num_tokens) continue;
+  // One output per thread, consecutive threads on consecutive rows (linear's output: contiguous).
+  const int r = threadIdx.x % kMmaRows, token = threadIdx.x / kMmaRows;
+  if (token < kTokens && row0 + r < p.rows && token < p.num_tokens) {
     float sum = 0.f;
 #pragma unroll
     for (int w = 0; w < kSplitWarps; ++w) sum += parts[w][r][token];

@@ -240,11 +240,11 @@ at::Tensor tc_gemm_cuda(const at::Tensor& a_t, const at::Tensor& b_t, const Adde
   }
 
   if (gemv_step >= 0) {
-    gemv_launch(p, GemvStep(gemv_step), tuning.splits, tuning.unroll, tuning.row_tiles, stream);
+    gemv_launch(p, GemvStep(gemv_step), tuning.splits, tuning.unroll, stream);
     return out;
   }
   if (dispatcher_choice && gemv_wanted(p)) {
-    gemv_launch(p, gemv_final_step(p), 0, 0, 0, stream);
+    gemv_launch(p, gemv_final_step(p), 0, 0, stream);
     return out;
   }
 

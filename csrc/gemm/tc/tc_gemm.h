@@ -37,9 +37,8 @@ __host__ __device__ constexpr int tc_elem_bytes(TcType t) {
 // Tile width and rows, split-K factor and tail split of the Hopper persistent kernels, forced by a
 // ladder variant (tc:ws_persistent:bn<64|128|256>:bm<128|192>:s<splits>:ts<0|1>) for tuning
 // sweeps; 0 (tail_split: -1) lets the launcher choose.
-// The few-row path's mma step reads splits as the blocks that share K, unroll (1, 2 or 4) as the
-// 64-wide chunks of K each warp loads before it multiplies, and row_tiles (1 or 2) as the 16-row
-// groups of weight rows per block (gemv:mma:s<splits>:u<unroll>:r<row_tiles>).
+// The few-row path's mma step reads splits as the blocks that share K, and unroll (2 or 4) as the
+// 64-wide chunks of K each warp loads before it multiplies (gemv:mma:s<splits>:u<unroll>).
 struct TcTuning {
   // Tile rows: tc:fp8_ws's 0 (128) or 256 (tc:fp8_ws256, the ladder's fp8_ws256);
   // tc:ws_persistent's 0 (the launcher's choice), 128 or 192 (bm192: 192 x 128 tiles, 16-bit).
@@ -47,7 +46,6 @@ struct TcTuning {
   int bn = 0;
   int splits = 0;
   int unroll = 0;
-  int row_tiles = 0;  // gemv:mma's 16-row groups per block (r1, r2); 0: the launcher's choice
   int tail_split = -1;  // 0: never, 1: the last wave's tiles whatever the waves (tc:ws_persistent)
   int ctas = 0;  // 2: tc:fp8_ws in clusters of two CTAs (tc:fp8_multicast, the ladder's); else one
   int bt = 0;    // 16, 32, 64: tc:ws_persistent's skinny tiles (64 weight rows by bt tokens)
@@ -178,6 +176,10 @@ bool tc_hopper_rs_supports(const TcProblem& p);
 // b_kmajor say on tc:ws_tf32_rs, reading its one MN-major operand in place, instead of having it
 // transposed for tc:ws_persistent: where the transpose costs much next to the product.
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor);
+// True when tc:final runs a decode-sized product `p` (x @ weight^T, 2-16 tokens on M, 16-bit,
+// both operands K-major) in the skinny tiles (scheduler.cuh's decode_skinny_tiles) rather than on
+// the few-row path (gemv/), which takes the other products of at most kGemvMaxTokens rows.
+bool tc_hopper_decode_skinny_wanted(const TcProblem& p);
 // True when tc:ws_persistent's kernel, as tc:final runs it, cuts the last wave's tiles of this
 // product (16-bit or TF32 operands of `type`) into k ranges (the tail split), which
 // tc:ws_pingpong's kernel does not: linear_act then fuses its epilogue into the former, so that

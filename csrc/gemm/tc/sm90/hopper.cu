@@ -63,6 +63,7 @@
 #include <climits>
 
 #include "common/launch.cuh"
+#include "gemm/gemv/gemv.h"  // kGemvMaxTokens
 #include "gemm/tc/sm90/instances.h"
 #include "gemm/tc/tc_gemm.h"
 
@@ -71,6 +72,7 @@ namespace gemm {
 namespace {
 
 using sm90::choose_tail_split;
+using sm90::decode_skinny_tiles;
 using sm90::few_rows_split_k;
 using sm90::HopperKernel;
 using sm90::kSplitMax;
@@ -223,12 +225,17 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor
   return 2 * tiles >= sms || 34 * (sms - tiles) <= transposed_extent;
 }
 
+bool tc_hopper_decode_skinny_wanted(const TcProblem& p) {
+  return p.type != TcType::kTF32 && p.a_kmajor && p.b_kmajor && p.M <= kGemvMaxTokens &&
+         tc_hopper_supports(p) && decode_skinny_tiles(p.M, p.N, p.K, sm_count()).bt != 0;
+}
+
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
   // tc:ws_persistent's tail-split choice (tail_split_scratch) for this size; none for the 16-bit
   // few-row outputs that launch_layout runs in skinny tiles (skinny_tiles) or splits along K
   // (few_rows_split_k).
   if (type != TcType::kTF32 &&
-      (skinny_tiles(M, N, sm_count()).bt != 0 || few_rows_split_k(M, N, sm_count()))) {
+      (skinny_tiles(M, N, K, sm_count()).bt != 0 || few_rows_split_k(M, N, sm_count()))) {
     return false;
   }
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));
