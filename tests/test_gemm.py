@@ -956,6 +956,23 @@ def test_decode_skinny_rule():
     # The rule's edges here: the shapes above take each branch at least once.
     taken = {decode_skinny_tiles(m, n, k, sms) for m, n, k in shapes}
     assert taken == {"", "bt16", "bt16:k2"}, taken
+    # linear's bias and addmm's beta * C go through the skinny tiles' transposed store too (a 3-D
+    # input, 12 tokens; 2 tokens against long K for the split along K).
+    for m, k in ((12, 1000), (2, 8200)):
+        n = rows_for["two_fifths"] + 64 if m > 8 else rows_for["half"]
+        assert decode_skinny_tiles(m, n, k, sms), (m, n, k)
+        for dtype in (torch.bfloat16, torch.float16):
+            x = make_tensor((m, k), dtype, "cuda", seed=540) / k**0.5
+            w = make_tensor((n, k), dtype, "cuda", seed=541)
+            bias = make_tensor((n,), dtype, "cuda", seed=542)
+            poison_allocator(m * n, dtype)
+            out = cudasteps.linear(x.view(2, m // 2, k), w, bias)
+            ref = ref_mm(x, w.t()) + bias.double().cpu()
+            assert rel_err(out.reshape(m, n), ref) < half_tol(dtype, k), (dtype, m, n, k)
+            c = make_tensor((m, n), dtype, "cuda", seed=543)
+            out = cudasteps.addmm(c, x, w.t(), beta=0.5, alpha=-2.0)
+            ref = 0.5 * c.double().cpu() - 2.0 * ref_mm(x, w.t())
+            assert rel_err(out, ref) < half_tol(dtype, k), (dtype, m, n, k)
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")

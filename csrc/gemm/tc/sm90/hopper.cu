@@ -226,7 +226,8 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor
 }
 
 bool tc_hopper_decode_skinny_wanted(const TcProblem& p) {
-  return p.type != TcType::kTF32 && p.a_kmajor && p.b_kmajor && p.M <= kGemvMaxTokens &&
+  const bool half = p.type == TcType::kBF16 || p.type == TcType::kFP16;
+  return half && !p.out_fp32 && p.a_kmajor && p.b_kmajor && p.M <= kGemvMaxTokens &&
          tc_hopper_supports(p) && decode_skinny_tiles(p.M, p.N, p.K, sm_count()).bt != 0;
 }
 
