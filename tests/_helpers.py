@@ -25,6 +25,10 @@ requires_two_gpus = pytest.mark.skipif(
     reason="needs two CUDA devices; " + (CUDA_SKIP_REASON or f"{torch.cuda.device_count()} visible"),
 )
 
+# torch's (major, minor): the few tests of torch features that older releases lack or get wrong
+# skip below the release that has them, with the reason.
+TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
 # Parametrize over these to run a test on every device; CUDA is skipped with a visible reason.
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
 

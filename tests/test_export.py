@@ -24,7 +24,7 @@ import zipfile
 import cudasteps
 import pytest
 import torch
-from _helpers import DEVICES, make_tensor, rel_err, requires_cuda
+from _helpers import DEVICES, TORCH_VERSION, make_tensor, rel_err, requires_cuda
 from torch import nn
 
 D_IN, HIDDEN, D_OUT = 24, 40, 16
@@ -181,11 +181,23 @@ def _aoti_roundtrip(device, tmp_path):
         _check_outputs(compiled(xb), want, f"AOTInductor package, batch {batch}")
 
 
+# AOTInductor's proxy executor (how a package calls a custom op) in torch 2.6 and 2.7 drops or
+# miscounts a custom op's defaulted and integer Scalar arguments (add's alpha=1; in 2.6 also sum's
+# defaults), so the package's calls fail at run time; 2.8.0, 2.9.1, 2.11 and 2.14.1 run it.
+requires_aoti_custom_ops = pytest.mark.skipif(
+    TORCH_VERSION < (2, 8),
+    reason="AOTInductor packages that call custom ops need torch >= 2.8 (the proxy executor of "
+    f"older releases mishandles their Scalar arguments), got {torch.__version__}",
+)
+
+
+@requires_aoti_custom_ops
 def test_aoti_package_cpu(tmp_path):
     _aoti_roundtrip("cpu", tmp_path)
 
 
 @requires_cuda
+@requires_aoti_custom_ops
 def test_aoti_package_cuda(tmp_path):
     _aoti_roundtrip("cuda", tmp_path)
 

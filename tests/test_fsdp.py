@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
-from _helpers import HAS_CUDA, rel_err
+from _helpers import HAS_CUDA, TORCH_VERSION, rel_err
 from test_ddp import linear_kernel_reason
 from torch import nn
 
@@ -159,6 +159,12 @@ def _impls(device_type: str):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    TORCH_VERSION < (2, 9),
+    reason="FSDP2 on CPU (gloo) needs torch >= 2.9: in 2.6 fully_shard's all-gather records an "
+    "event on a CPU stream, which has none, and in 2.7 and 2.8 a torch.nn model sharded on CPU "
+    f"trains differently from one process (its loss departs at the second step), got {torch.__version__}",
+)
 def test_fsdp2_cpu_gloo():
     """torch.nn and cudasteps.nn, and cudasteps.nn's FP8 mode, in one spawn of two ranks."""
     impls = _impls("cpu")
