@@ -868,7 +868,15 @@ def decode_skinny_tiles(m, n, k, sms):
         return ""
     if 2 * weight_tiles <= sms and k >= 8192:
         return "bt16:k2"
-    return "bt16" if m > 8 else ""
+    if m <= 8:
+        return ""
+
+    def last_wave_full_enough(units):
+        return 20 * (units - (-(-units // sms) - 1) * sms) >= 9 * sms
+
+    if last_wave_full_enough(weight_tiles):
+        return "bt16"
+    return "bt16:k2" if last_wave_full_enough(2 * weight_tiles) else ""
 
 
 def skinny_tiles(m, n, k, sms):
@@ -937,10 +945,15 @@ def test_decode_skinny_rule():
     the float64 product (poisoned output)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows_for = {"two_fifths": -(-2 * sms // 5) * 64, "half": (sms // 2) * 64}
+    # Weights whose tiles leave a short last wave: of a quarter of the SMs (their halves' fills
+    # half), of a sixteenth (neither fills 9/20: the few-row path).
+    rows_for["quarter_tail"] = (sms + sms // 4) * 64 - 10
+    rows_for["short_tail"] = (sms + sms // 16) * 64
     shapes = [(16, 4096, 1000), (9, rows_for["two_fifths"] - 30, 520), (12, 8200, 264),
               (2, rows_for["half"], 8200), (5, rows_for["two_fifths"], 8192),
               (16, rows_for["half"] + 4, 9000), (8, 14336, 256), (16, 2560, 4096),
-              (3, rows_for["half"] + 128, 8192), (7, 4096, 8184)]
+              (3, rows_for["half"] + 128, 8192), (7, 4096, 8184),
+              (16, rows_for["quarter_tail"], 4096), (11, rows_for["short_tail"], 520)]
     for dtype in (torch.bfloat16, torch.float16):
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=500 + i) / k**0.5
@@ -957,10 +970,11 @@ def test_decode_skinny_rule():
     taken = {decode_skinny_tiles(m, n, k, sms) for m, n, k in shapes}
     assert taken == {"", "bt16", "bt16:k2"}, taken
     # linear's bias and addmm's beta * C go through the skinny tiles' transposed store too (a 3-D
-    # input, 12 tokens; 2 tokens against long K for the split along K).
-    for m, k in ((12, 1000), (2, 8200)):
-        n = rows_for["two_fifths"] + 64 if m > 8 else rows_for["half"]
-        assert decode_skinny_tiles(m, n, k, sms), (m, n, k)
+    # input; 12 tokens against three fifths of the SMs' tiles in bt16, 2 tokens against long K
+    # split along K).
+    for m, k, fields in ((12, 1000, "bt16"), (2, 8200, "bt16:k2")):
+        n = -(-3 * sms // 5) * 64 if m > 8 else rows_for["half"]
+        assert decode_skinny_tiles(m, n, k, sms) == fields, (m, n, k)
         for dtype in (torch.bfloat16, torch.float16):
             x = make_tensor((m, k), dtype, "cuda", seed=540) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=541)

@@ -343,24 +343,41 @@ struct SkinnyTiles {
 // Decode-sized linears, 2-16 tokens (x @ weight^T, both operands K-major), take the few-row path
 // (gemv/'s mma step: no TMA, each warp's loads in its registers) except where the skinny tiles with
 // 16 tokens per tile (bt16: TMA and wgmma, cuBLAS's form for them) run faster:
-//   * 9-16 tokens against a weight of at least two fifths of the SMs' worth of 64-row tiles (the
-//     mma step's loads of the tokens, as many bytes as the weight's at 16, hold it back there);
 //   * 2-16 tokens where the weight's tiles fit half the SMs and K >= 8192: bt16 split along K in
-//     clusters of two (k2), every tile's halves in one wave.
+//     clusters of two (k2), every tile's halves in one wave;
+//   * 9-16 tokens against a weight of at least two fifths of the SMs' worth of 64-row tiles (the
+//     mma step's loads of the tokens, as many bytes as the weight's at 16, hold it back there):
+//     bt16 where its last wave of tiles keeps at least 9/20 of the SMs busy, else k2 where the
+//     halves' last wave does, else neither. A CTA streams its tile at a limited rate, so a last
+//     wave of few CTAs reads the weight far below DRAM's rate: 16 x (4096 -> 11008) on an H100,
+//     172 tiles on 132 SMs (a last wave of 40), bt16 36.7 us, the mma step 35.1, k2 (a last wave
+//     of 80 halves) 34.2 [cuBLAS 35.4]; 4096 -> 14336, 224 tiles (92), bt16 43.4, k2 44.8.
 // Measured (2026-11-28, bf16, gemv_sweep.py, CUDA-graph replays, weight out of L2, us; mma step /
 // bt16 / bt16:k2 [cuBLAS]): H100: 16 x (4096 -> 4096) 14.9 / 14.5 / 15.1 [16.6]; 16 x (4096 ->
 // 14336) 45.0 / 43.4 / 44.8 [42.3]; 12 x 43.7 / 43.3 / 44.8 [43.1]; 8 x 41.3 / 43.0 / 44.3 [41.9];
 // 16 x (14336 -> 4096) 43.3 / 42.8 / 42.8 [45.2]; 8 x 43.4 / 42.6 / 42.6 [44.5]; 4 x 42.8 / 42.4
-// / 42.8; 2 x 42.8 / 42.4 / 42.6; 16 x (4096 -> 2560), 40 tiles, 11.4 / 11.7 / 12.3 [12.2]; 16 x
-// (8192 -> 1024) 10.4 / 20.5 / 12.6 [11.0]. H200: 16 x (4096 -> 4096) 13.1 / 12.3 / 11.8 [13.3];
-// 16 x (4096 -> 14336) 41.1 / 34.2 / 34.0 [30.7]; 8 x 35.0 / 33.9 / 33.9 [30.4]; 16 x (14336 ->
-// 4096) 36.6 / 36.0 / 31.5 [32.7]; 8 x 33.7 / 35.4 / 31.7 [32.2]; 4 x 32.9 / 35.5 / 31.6 [32.1].
-// (The H200 would take bt16 over 8 tokens as well, and k2 at K = 4096; the H100 loses 2-4% there.)
+// / 42.8; 2 x 42.8 / 42.4 / 42.6; 16 x (11008 -> 4096) 36.6 / 36.3 / 34.2 [36.4]; 4 x 36.0 / 36.6
+// / 34.1 [35.7]; 4 x (4096 -> 11008) 31.8 / 36.2 / 34.1 [34.9]; 16 x (4096 -> 2560), 40 tiles,
+// 11.4 / 11.7 / 12.3 [12.2]; 16 x (8192 -> 1024) 10.4 / 20.5 / 12.6 [11.0]. H200: 16 x (4096 ->
+// 4096) 13.1 / 12.3 / 11.8 [13.3]; 16 x (4096 -> 14336) 41.1 / 34.2 / 34.0 [30.7]; 8 x 35.0 /
+// 33.9 / 33.9 [30.4]; 16 x (14336 -> 4096) 36.6 / 36.0 / 31.5 [32.7]; 8 x 33.7 / 35.4 / 31.7
+// [32.2]; 4 x 32.9 / 35.5 / 31.6 [32.1]. (The H200 would take bt16 over 8 tokens as well, and k2
+// at K = 4096; the H100 loses 2-4% there.)
+
+// True when the last wave of `units` CTAs, one per SM at a time, keeps at least 9/20 of the SMs
+// busy.
+inline bool last_wave_full_enough(int64_t units, int sms) {
+  const int64_t last = units - (ceil_div<int64_t>(units, sms) - 1) * sms;
+  return 20 * last >= 9 * int64_t(sms);
+}
+
 inline SkinnyTiles decode_skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
   if (rows < 2 || rows > 16 || 5 * weight_tiles < 2 * int64_t(sms)) return {};
   if (2 * weight_tiles <= sms && k >= 8192) return {16, 1, 2};
-  if (rows > 8) return {16, 1, 0};
+  if (rows <= 8) return {};
+  if (last_wave_full_enough(weight_tiles, sms)) return {16, 1, 0};
+  if (last_wave_full_enough(2 * weight_tiles, sms)) return {16, 1, 2};
   return {};
 }
 
