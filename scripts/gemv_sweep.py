@@ -16,7 +16,10 @@ counts past the few-row path). --eager adds torch's and cudasteps' eager calls t
 part of a call.
 
 It is how the rules in csrc/gemm/gemv/gemv.cu (split_k for one token, four chunks in flight for
-up to 8 tokens and K <= 8192, the split over blocks) were chosen; rerun it after changing them.
+up to 8 tokens and K <= 8192, the split over blocks) were chosen, and on Hopper which decode
+products leave the few-row path for the skinny tiles (sm90/scheduler.cuh's decode_skinny_tiles:
+`--tokens 2,8,12,16 --variants s1,tc:ws_persistent:bt16,tc:ws_persistent:bt16:k2`); rerun it after
+changing them.
 """
 
 import argparse
