@@ -63,7 +63,6 @@
 #include <climits>
 
 #include "common/launch.cuh"
-#include "gemm/gemv/gemv.h"  // kGemvMaxTokens
 #include "gemm/tc/sm90/instances.h"
 #include "gemm/tc/tc_gemm.h"
 
@@ -227,8 +226,9 @@ bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor
 
 bool tc_hopper_decode_skinny_wanted(const TcProblem& p) {
   const bool half = p.type == TcType::kBF16 || p.type == TcType::kFP16;
-  return half && !p.out_fp32 && p.a_kmajor && p.b_kmajor && p.M <= kGemvMaxTokens &&
-         tc_hopper_supports(p) && decode_skinny_tiles(p.M, p.N, p.K, sm_count()).bt != 0;
+  // decode_skinny_tiles takes 2-16 tokens (rows) alone.
+  return half && !p.out_fp32 && p.a_kmajor && p.b_kmajor && tc_hopper_supports(p) &&
+         decode_skinny_tiles(p.M, p.N, p.K, sm_count()).bt != 0;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
