@@ -860,7 +860,26 @@ def test_ws_skinny_tiles():
         G.run_ladder("tc:ws_persistent:bt8", x, x.t())
 
 
-def decode_skinny_tiles(m, n, k, sms):
+def dram_bytes_per_s_per_sm():
+    """common/device.cpp's dram_bytes_per_s_per_sm for device 0: its peak DRAM bandwidth per SM
+    (the memory clock, two transfers a clock, times the bus width, over the SMs)."""
+    props = torch.cuda.get_device_properties(0)
+    if not hasattr(props, "memory_clock_rate"):
+        pytest.skip(f"torch {torch.__version__} does not report the memory clock the rule reads")
+    return 2e3 * props.memory_clock_rate * props.memory_bus_width / 8 / props.multi_processor_count
+
+
+FAST_DRAM_PER_SM = 30e9  # sm90/scheduler.cuh's kFastDramPerSm
+
+
+def split_fills_waves(units, sms):
+    """sm90/scheduler.cuh's split_fills_waves: the halves of `units` fill the waves better by a
+    tenth or more."""
+    r1, r2 = -(-units // sms), -(-2 * units // sms)
+    return 20 * units * r1 >= 10 * units * r2 + r1 * r2 * sms
+
+
+def decode_skinny_tiles(m, n, k, sms, dram_per_sm):
     """sm90/scheduler.cuh's decode_skinny_tiles: the ladder fields (``bt16`` or ``bt16:k2``) of the
     skinny tiles a linear of 2-16 tokens runs in ("": the few-row path, gemv/)."""
     weight_tiles = -(-n // 64)
@@ -868,6 +887,8 @@ def decode_skinny_tiles(m, n, k, sms):
         return ""
     if 2 * weight_tiles <= sms and k >= 8192:
         return "bt16:k2"
+    if dram_per_sm >= FAST_DRAM_PER_SM and m >= 8:
+        return "bt16:k2" if split_fills_waves(weight_tiles, sms) else "bt16"
     if m <= 8:
         return ""
 
@@ -879,18 +900,21 @@ def decode_skinny_tiles(m, n, k, sms):
     return "bt16:k2" if last_wave_full_enough(2 * weight_tiles) else ""
 
 
-def skinny_tiles(m, n, k, sms):
+def skinny_tiles(m, n, k, sms, dram_per_sm):
     """sm90/scheduler.cuh's skinny_tiles: the ladder fields (``bt<n>`` or ``bt<n>:k2``) of the
     skinny tiles a linear of m tokens and n output features runs in ("": none)."""
     weight_tiles = -(-n // 64)
     if m <= 16:
-        return decode_skinny_tiles(m, n, k, sms)
+        return decode_skinny_tiles(m, n, k, sms, dram_per_sm)
     if m > 128 or weight_tiles * 9 < sms:
         return ""
     bt32_tiles = weight_tiles * -(-m // 32)
     small_weight = weight_tiles * 3 <= sms
     if small_weight and 2 * bt32_tiles <= sms:
         return "bt32:k2"
+    if dram_per_sm >= FAST_DRAM_PER_SM and m <= 64:
+        bt = 32 if m <= 32 else 64
+        return f"bt{bt}:k2" if split_fills_waves(weight_tiles * -(-m // bt), sms) else f"bt{bt}"
     if 32 < m <= 64 and 8 * bt32_tiles <= 7 * sms:
         return "bt32"
     if small_weight:
@@ -914,6 +938,7 @@ def test_few_rows_rules():
     output within the bound of the float64 product (poisoned output). Odd token counts, K no
     multiple of a k-tile, a weight with a partial last tile, for this GPU's SM count."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    dram_per_sm = dram_bytes_per_s_per_sm()
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192),
                   (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256),
@@ -924,7 +949,7 @@ def test_few_rows_rules():
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
             w_kn = w.t().contiguous()  # the same weight stored K x N: B is not K-major
             few_rows = m <= 64 and -(-n // 128) * 2 <= sms
-            for b, fields in ((w.t(), skinny_tiles(m, n, k, sms)), (w_kn, "")):
+            for b, fields in ((w.t(), skinny_tiles(m, n, k, sms, dram_per_sm)), (w_kn, "")):
                 poison_allocator(m * n, dtype)
                 out = cudasteps.mm(x, b)
                 assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
@@ -941,9 +966,10 @@ def test_decode_skinny_rule():
     where sm90/scheduler.cuh's decode_skinny_tiles says (bitwise tc:ws_persistent:bt16[:k2]'s
     output), else the few-row path (bitwise gemv:mma's); the swapped product w @ x^T always the
     latter. Token counts of a partial tile, K no multiple of a k-tile, weights of a partial last
-    tile, each side of the rule's bounds for this GPU's SM count; every output within the bound of
-    the float64 product (poisoned output)."""
+    tile, each side of the rule's bounds for this GPU's SM count and DRAM bandwidth per SM; every
+    output within the bound of the float64 product (poisoned output)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    dram_per_sm = dram_bytes_per_s_per_sm()
     rows_for = {"two_fifths": -(-2 * sms // 5) * 64, "half": (sms // 2) * 64}
     # Weights whose tiles leave a short last wave: of a quarter of the SMs (their halves' fills
     # half), of a sixteenth (neither fills 9/20: the few-row path).
@@ -961,20 +987,20 @@ def test_decode_skinny_rule():
             poison_allocator(m * n, dtype)
             out = cudasteps.mm(x, w.t())
             assert rel_err(out, ref_mm(x, w.t())) < half_tol(dtype, k), (dtype, m, n, k)
-            fields = decode_skinny_tiles(m, n, k, sms)
+            fields = decode_skinny_tiles(m, n, k, sms, dram_per_sm)
             same = G.run_ladder(f"tc:ws_persistent:{fields}" if fields else "gemv:mma", x, w.t())
             assert torch.equal(out, same), (dtype, m, n, k, fields)
             swapped = cudasteps.mm(w, x.t())
             assert torch.equal(swapped, G.run_ladder("gemv:mma", w, x.t())), (dtype, m, n, k)
     # The rule's edges here: the shapes above take each branch at least once.
-    taken = {decode_skinny_tiles(m, n, k, sms) for m, n, k in shapes}
+    taken = {decode_skinny_tiles(m, n, k, sms, dram_per_sm) for m, n, k in shapes}
     assert taken == {"", "bt16", "bt16:k2"}, taken
     # linear's bias and addmm's beta * C go through the skinny tiles' transposed store too (a 3-D
     # input; 12 tokens against three fifths of the SMs' tiles in bt16, 2 tokens against long K
     # split along K).
     for m, k, fields in ((12, 1000, "bt16"), (2, 8200, "bt16:k2")):
         n = -(-3 * sms // 5) * 64 if m > 8 else rows_for["half"]
-        assert decode_skinny_tiles(m, n, k, sms) == fields, (m, n, k)
+        assert decode_skinny_tiles(m, n, k, sms, dram_per_sm) == fields, (m, n, k)
         for dtype in (torch.bfloat16, torch.float16):
             x = make_tensor((m, k), dtype, "cuda", seed=540) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=541)

@@ -27,6 +27,22 @@ bool programmatic_launch_supported() {
   return at::cuda::getCurrentDeviceProperties()->major >= 9;
 }
 
+double dram_bytes_per_s_per_sm() {
+  static std::mutex mutex;
+  static std::map<int, double> known;  // device -> bytes per second per SM
+  const int device = current_device();
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  // cudaDeviceProp lost its memory clock in CUDA 13; the attribute stays.
+  int clock_khz = 0, bus_bits = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  const double per_sm = 2.0 * 1e3 * double(clock_khz) * double(bus_bits) / 8.0 / sm_count();
+  known.emplace(device, per_sm);
+  return per_sm;
+}
+
 ScratchBuffer scratch_buffer(size_t bytes) {
   auto tensor = std::make_shared<at::Tensor>(at::empty(
       {int64_t(bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, current_device())));

@@ -31,6 +31,10 @@ size_t smem_per_block_optin();
 int current_device();
 // Whether the current device takes programmatic dependent launches (compute capability 9.0+).
 bool programmatic_launch_supported();
+// The current device's peak DRAM bandwidth per SM, bytes per second: its memory clock (two
+// transfers a clock) times its bus width, over its SMs (cached per device). 25 GB/s on an H100
+// SXM, 37 on an H200.
+double dram_bytes_per_s_per_sm();
 
 // Scratch memory on the current device from PyTorch's caching allocator, for the current stream:
 // freed, stream-ordered, when the last copy of the handle goes (so a kernel launched before that

@@ -228,7 +228,7 @@ bool tc_hopper_decode_skinny_wanted(const TcProblem& p) {
   const bool half = p.type == TcType::kBF16 || p.type == TcType::kFP16;
   // decode_skinny_tiles takes 2-16 tokens (rows) alone.
   return half && !p.out_fp32 && p.a_kmajor && p.b_kmajor && tc_hopper_supports(p) &&
-         decode_skinny_tiles(p.M, p.N, p.K, sm_count()).bt != 0;
+         decode_skinny_tiles(p.M, p.N, p.K, sm_count(), dram_bytes_per_s_per_sm()).bt != 0;
 }
 
 bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
@@ -236,7 +236,8 @@ bool tc_hopper_tail_split_wanted(int64_t M, int64_t N, int64_t K, TcType type) {
   // few-row outputs that launch_layout runs in skinny tiles (skinny_tiles) or splits along K
   // (few_rows_split_k).
   if (type != TcType::kTF32 &&
-      (skinny_tiles(M, N, K, sm_count()).bt != 0 || few_rows_split_k(M, N, sm_count()))) {
+      (skinny_tiles(M, N, K, sm_count(), dram_bytes_per_s_per_sm()).bt != 0 ||
+       few_rows_split_k(M, N, sm_count()))) {
     return false;
   }
   const int64_t k_tiles = ceil_div<int64_t>(K, 128 / tc_elem_bytes(type));

@@ -651,7 +651,9 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
                               (which == HopperKernel::kPingPong && ep.fused());
   if constexpr (kHalfBuilt && AK && BKm) {
     const SkinnyTiles skinny =
-        chosen && default_kernel ? skinny_tiles(p.M, p.N, p.K, sm_count()) : SkinnyTiles{};
+        chosen && default_kernel
+            ? skinny_tiles(p.M, p.N, p.K, sm_count(), dram_bytes_per_s_per_sm())
+            : SkinnyTiles{};
     if (skinny.bt == 16) return launch_skinny<T, 16>(p, skinny, stream);
     if (skinny.bt == 32) return launch_skinny<T, 32>(p, skinny, stream);
     if (skinny.bt == 64) return launch_skinny<T, 64>(p, skinny, stream);

@@ -186,6 +186,9 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 //     take at most seven eighths of the SMs;
 //   * otherwise bt 32 up to 32 tokens, bt 64 up to 64 (DRAM-bound there: splitting K or more
 //     token tiles only adds CTAs, measured below); for 65-128 tokens bt 64, one CTA per tile;
+//   * on GPUs with more DRAM bandwidth per SM (kFastDramPerSm, below: the H200), 17-64 tokens
+//     past the small-weight split: bt 32 up to 32 tokens, bt 64 up to 64, split along K (k2)
+//     where the halves fill the waves better (split_fills_waves);
 //   * every skinny launch in raster group 1 (launch_skinny): the token tiles of one weight tile
 //     on consecutive CTAs.
 //   * none (bt 0: few_rows_split_k and persistent_bn decide) where the weight has fewer tiles than
@@ -351,7 +354,10 @@ struct SkinnyTiles {
 //     halves' last wave does, else neither. A CTA streams its tile at a limited rate, so a last
 //     wave of few CTAs reads the weight far below DRAM's rate: 16 x (4096 -> 11008) on an H100,
 //     172 tiles on 132 SMs (a last wave of 40), bt16 36.7 us, the mma step 35.1, k2 (a last wave
-//     of 80 halves) 34.2 [cuBLAS 35.4]; 4096 -> 14336, 224 tiles (92), bt16 43.4, k2 44.8.
+//     of 80 halves) 34.2 [cuBLAS 35.4]; 4096 -> 14336, 224 tiles (92), bt16 43.4, k2 44.8;
+//   * on GPUs with more DRAM bandwidth per SM (kFastDramPerSm, below: the H200), 8-16 tokens
+//     against a weight of at least two fifths of the SMs' tiles: bt16, split along K (k2) where
+//     the halves fill the waves better (split_fills_waves).
 // Measured (2026-11-28, bf16, gemv_sweep.py, CUDA-graph replays, weight out of L2, us; mma step /
 // bt16 / bt16:k2 [cuBLAS]): H100: 16 x (4096 -> 4096) 14.9 / 14.5 / 15.1 [16.6]; 16 x (4096 ->
 // 14336) 45.0 / 43.4 / 44.8 [42.3]; 12 x 43.7 / 43.3 / 44.8 [43.1]; 8 x 41.3 / 43.0 / 44.3 [41.9];
@@ -371,25 +377,68 @@ inline bool last_wave_full_enough(int64_t units, int sms) {
   return 20 * last >= 9 * int64_t(sms);
 }
 
-inline SkinnyTiles decode_skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms) {
+// GPUs whose DRAM gives each SM more than the H100's 25 GB/s (the H200: 37): there a skinny CTA,
+// which streams its tile at a limited rate, leaves a share of the DRAM's rate unused wherever a
+// short last wave leaves SMs idle, and filling the waves pays more than a split's extra CTAs
+// cost. So from 8 to 64 tokens, on such GPUs, the skinny tiles are split along K in clusters of
+// two (k2) wherever the halves fill the SMs' waves better by a tenth or more (split_fills_waves),
+// and run unsplit elsewhere (bt 16 up to 16 tokens, 32 up to 32, 64 up to 64; decode_skinny_tiles
+// and skinny_tiles). Measured (H200, 2026-11-28, bf16, gemv_sweep.py, CUDA-graph replays, weight
+// out of L2, us; unsplit / k2 / the rule before, cuBLAS in brackets; weights N x K, 64-row
+// tiles):
+//   * 14336 x 4096, 224 tiles (a last wave of 92 either way): 8 x bt16 33.9 / 33.8 / mma step
+//     34.7 [29.9]; 16 x 34.2 / 34.0 / bt16 [30.2]; 32 x bt32 34.8 / 35.0 / bt32 [31.3]; 64 x
+//     bt64 37.0 / 38.1 / bt64 [33.3]: unsplit (no last wave filled; still short of cuBLAS);
+//   * 11008 x 4096, 172 tiles (40 -> 80): 8 x bt16 29.4 / 26.5 / mma step 28.5 [24.7]; 32 x
+//     bt32 30.5 / 27.5 / bt32 [25.2]; 64 x bt64 33.9 / 29.8 / bt64 [25.9];
+//   * 4096 x 4096, 64 tiles (one wave of 64 -> 128): 8 x bt16 12.2 / 11.8 / mma step 12.1 [13.1];
+//     16 x 12.3 / 11.9 / bt16 [13.3]; 32 x bt32 12.9 / 12.4 / bt32 [13.7]; 64 x bt64 14.8 / 13.5
+//     / bt64 [12.1]; 4096 x 14336 (64 tiles): 32 x bt32 36.9 / 32.2 / bt32 [32.9]; 64 x bt64 42.9
+//     / 33.8 / bt64 [35.6];
+//   * 2560 x 4096, 40 tiles: 48 and 64 x bt64 14.3 / 12.3 / bt32 12.7 [11.0, 9.5].
+// On the H100 the split lost at one wave of 64 tiles (16 x (4096 -> 4096) bt16 14.5, k2 15.1;
+// 32 x bt32 0.94x, k2 0.91x of cuBLAS; 64 x bt64 0.89x, k2 0.85x), so there the rules above stay.
+// The split in clusters of four (bt16 and bt32 in k4, a trial, not kept) filled 224 tiles'
+// waves (896 quarters on 32 clusters of four) yet ran slower everywhere on the H200: 16 x (14336
+// x 4096) 34.8 against bt16's 34.2, 32 x bt32 36.8 / 34.8, 16 x (4096 x 4096) 13.6 / 12.3.
+constexpr double kFastDramPerSm = 30e9;  // bytes per second per SM
+
+// Whether `units` CTAs split in halves (2 units, one SM each at a time) keep the SMs' waves busier
+// by a tenth or more: 2u / (r2 sms) >= u / (r1 sms) + 1/10, with r the waves of each.
+inline bool split_fills_waves(int64_t units, int sms) {
+  const int64_t r1 = ceil_div<int64_t>(units, sms), r2 = ceil_div<int64_t>(2 * units, sms);
+  return 20 * units * r1 >= 10 * units * r2 + r1 * r2 * int64_t(sms);
+}
+
+inline SkinnyTiles decode_skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms,
+                                       double dram_per_sm) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
   if (rows < 2 || rows > 16 || 5 * weight_tiles < 2 * int64_t(sms)) return {};
   if (2 * weight_tiles <= sms && k >= 8192) return {16, 1, 2};
+  if (dram_per_sm >= kFastDramPerSm && rows >= 8) {
+    return {16, 1, split_fills_waves(weight_tiles, sms) ? 2 : 0};
+  }
   if (rows <= 8) return {};
   if (last_wave_full_enough(weight_tiles, sms)) return {16, 1, 0};
   if (last_wave_full_enough(2 * weight_tiles, sms)) return {16, 1, 2};
   return {};
 }
 
-inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms) {
+inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms,
+                                double dram_per_sm) {
   const int64_t weight_tiles = ceil_div<int64_t>(cols, 64);
-  if (rows <= 16) return decode_skinny_tiles(rows, cols, k, sms);
+  if (rows <= 16) return decode_skinny_tiles(rows, cols, k, sms, dram_per_sm);
   if (rows > 128 || weight_tiles * 9 < sms) return {};
   const int64_t bt32_tiles = weight_tiles * ceil_div<int64_t>(rows, 32);
   const int64_t bt64_tiles = weight_tiles * ceil_div<int64_t>(rows, 64);
   // A small weight: split along K where one wave holds the halves.
   const bool small_weight = weight_tiles * 3 <= sms;
   if (small_weight && 2 * bt32_tiles <= sms) return {32, 1, 2};
+  // Fast DRAM per SM, 17-64 tokens: split where the halves fill the waves (above).
+  if (dram_per_sm >= kFastDramPerSm && rows <= 64) {
+    const int bt = rows <= 32 ? 32 : 64;
+    return {bt, 1, split_fills_waves(bt == 32 ? bt32_tiles : bt64_tiles, sms) ? 2 : 0};
+  }
   // 33-64 tokens: two 32-token tiles per weight tile, unsplit, up to seven eighths of the SMs
   // (beyond that a 64-token tile's fewer CTAs win).
   if (rows > 32 && rows <= 64 && 8 * bt32_tiles <= 7 * sms) return {32, 1, 0};
