@@ -925,7 +925,9 @@ def skinny_tiles(m, n, k, sms, dram_per_sm):
             return "bt32"
     if m <= 64:
         return "bt32" if m <= 32 else "bt64"
-    return "" if 2 * weight_tiles > sms else "bt64"
+    if 2 * weight_tiles > sms or (dram_per_sm >= FAST_DRAM_PER_SM and k >= 8192):
+        return ""
+    return "bt64"
 
 
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
@@ -934,16 +936,19 @@ def test_few_rows_rules():
     sm90/scheduler.cuh's skinny_tiles says (bitwise tc:ws_persistent:bt<32|64>[:k2]'s output),
     else, for at most 64 rows whose 128 x 128 tiles leave half the SMs idle, those tiles in
     split-K's k ranges (few_rows_split_k: bitwise tc:ws_persistent:bn128:ts0's output, the same
-    tiles and ranges); x @ weight with the weight stored K x N takes the latter rule only. Every
-    output within the bound of the float64 product (poisoned output). Odd token counts, K no
-    multiple of a k-tile, a weight with a partial last tile, for this GPU's SM count."""
+    tiles and ranges), and with fast DRAM per SM 65-128 rows in 128 x 128 tiles (few_rows_bn128:
+    bitwise tc:ws_persistent:bn128's output); x @ weight with the weight stored K x N takes the
+    split-K rule only. Every output within the bound of the float64 product (poisoned output).
+    Odd token counts, K no multiple of a k-tile, a weight with a partial last tile, for this GPU's
+    SM count and DRAM bandwidth per SM."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dram_per_sm = dram_bytes_per_s_per_sm()
     for dtype in (torch.bfloat16, torch.float16):
         shapes = [(17, 4096, 4096), (32, 4096, 1000), (64, 2000, 4104), (40, 300, 8192),
                   (48, 4100, 520), (100, 4096, 1000), (128, 3000, 300), (120, 14336, 256),
                   (100, 2000, 1000), (70, 1100, 264), (128, 520, 4104), (48, 1000, 520),
-                  (64, 2560, 1000), (96, 2560, 1000), (128, 1000, 4100), (96, 2000, 1000)]
+                  (64, 2560, 1000), (96, 2560, 1000), (128, 1000, 4100), (96, 2000, 1000),
+                  (80, 4096, 8200)]
         for i, (m, n, k) in enumerate(shapes):
             x = make_tensor((m, k), dtype, "cuda", seed=400 + i) / k**0.5
             w = make_tensor((n, k), dtype, "cuda", seed=410 + i)
@@ -957,6 +962,9 @@ def test_few_rows_rules():
                     assert torch.equal(out, G.run_ladder(f"tc:ws_persistent:{fields}", x, b)), (m, n, k)
                 elif few_rows:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
+                    assert torch.equal(out, same_tiles), (dtype, m, n, k)
+                elif m > 64 and dram_per_sm >= FAST_DRAM_PER_SM and b is not w_kn:
+                    same_tiles = G.run_ladder("tc:ws_persistent:bn128", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)
 
 

@@ -667,8 +667,12 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   }
   const int k_tiles = int(ceil_div<int64_t>(p.K, HopperCfg<T, 128>::BK));
   double bn_time = 0.0;
-  const int bn = which == HopperKernel::kPingPong
-                     ? 128  // each consumer warpgroup: 128 x 128
+  // 65-128 tokens of x @ weight^T past the skinny tiles, with fast DRAM per SM: 128 wide.
+  const bool few_rows_wide = kHalfBuilt && AK && BKm && chosen &&
+                             which == HopperKernel::kWarpSpecialized &&
+                             few_rows_bn128(p.M, dram_bytes_per_s_per_sm());
+  const int bn = which == HopperKernel::kPingPong || few_rows_wide
+                     ? 128  // ping-pong: each consumer warpgroup 128 x 128
                      : persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, half_ok, &bn_time);
   // 192 x 128 tiles: for the problems half_ok allows (their kernel takes the same epilogues as
   // the 64-wide one), where persistent_bm finds them shorter, or where the ladder asks (bm192).

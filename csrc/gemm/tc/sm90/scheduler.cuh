@@ -450,9 +450,23 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms,
   }
   if (rows <= 64) return rows <= 32 ? SkinnyTiles{32, 1, 0} : SkinnyTiles{64, 1, 0};
   // 65-128 tokens (two 64-token tiles per weight tile): more than one wave of pairs takes 128 x
-  // 128 tiles.
-  if (2 * weight_tiles > sms) return {};
+  // 128 tiles, and with fast DRAM per SM so does K >= 8192 (few_rows_bn128).
+  if (2 * weight_tiles > sms || (dram_per_sm >= kFastDramPerSm && k >= 8192)) return {};
   return {64, 1, 0};
+}
+
+// On GPUs with fast DRAM per SM (kFastDramPerSm), 65-128 tokens in the layout x @ weight^T that
+// skinny_tiles leaves to the 128-row tiles run them 128 wide: persistent_bn's estimate, made for
+// tiles that the tensor cores bound, picks 64- or 256-wide tiles there, which stream the weight
+// slower. Measured (H200, 2026-11-28, bf16, gemv_sweep.py, us; the estimate's choice / bn64 /
+// bn128 / bn256 / bt64 [cuBLAS]): 80 x (4096 -> 11008) 47.2 / 47.1 / 41.9 / 47.4 / 42.3 [25.5];
+// 128 x 41.1 / 34.1 / 33.5 / 40.9 / 44.0 [26.2]; 80 x (14336 -> 4096) - / 51.7 / 44.3 / 57.5 /
+// 51.6 [36.9]; 128 x - / 41.8 / 43.5 / 52.0 / 53.4 [38.7] (skinny_tiles' bt64 before); 80 x
+// (4096 -> 14336) 44.2 / 60.1 / 44.1 / 53.3 [31.5]; 128 x 38.2 / 42.0 / 37.3 / 47.1 [35.4]. Still
+// short of cuBLAS (0.6-0.9x); against 4096 -> 4096 the skinny tiles stay (bt64 15.9 and 16.3 us,
+// bn128 22.6 and 20.7 [12.4, 13.9]).
+inline bool few_rows_bn128(int64_t rows, double dram_per_sm) {
+  return dram_per_sm >= kFastDramPerSm && rows > 64 && rows <= 128;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
