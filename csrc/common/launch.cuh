@@ -33,7 +33,7 @@ int current_device();
 bool programmatic_launch_supported();
 // The current device's peak DRAM bandwidth per SM, bytes per second: its memory clock (two
 // transfers a clock) times its bus width, over its SMs (cached per device). 25 GB/s on an H100
-// SXM, 37 on an H200.
+// SXM, 36 on an H200.
 double dram_bytes_per_s_per_sm();
 
 // Scratch memory on the current device from PyTorch's caching allocator, for the current stream:

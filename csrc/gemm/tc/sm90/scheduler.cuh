@@ -377,7 +377,7 @@ inline bool last_wave_full_enough(int64_t units, int sms) {
   return 20 * last >= 9 * int64_t(sms);
 }
 
-// GPUs whose DRAM gives each SM more than the H100's 25 GB/s (the H200: 37): there a skinny CTA,
+// GPUs whose DRAM gives each SM more than the H100's 25 GB/s (the H200: 36): there a skinny CTA,
 // which streams its tile at a limited rate, leaves a share of the DRAM's rate unused wherever a
 // short last wave leaves SMs idle, and filling the waves pays more than a split's extra CTAs
 // cost. So from 8 to 64 tokens, on such GPUs, the skinny tiles are split along K in clusters of
