@@ -930,6 +930,11 @@ def skinny_tiles(m, n, k, sms, dram_per_sm):
     return "bt64"
 
 
+def few_rows_bn128(m, n, sms, dram_per_sm):
+    """sm90/scheduler.cuh's few_rows_bn128: 65-128 tokens past the skinny tiles in 128 x 128 tiles."""
+    return dram_per_sm >= FAST_DRAM_PER_SM and 64 < m <= 128 and 9 * -(-n // 64) >= sms
+
+
 @pytest.mark.skipif(bool(_WS_REASON), reason=_WS_REASON or "unused")
 def test_few_rows_rules():
     """Linears of 17-128 tokens: in the layout x @ weight^T the skinny tiles where
@@ -963,7 +968,7 @@ def test_few_rows_rules():
                 elif few_rows:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128:ts0", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)
-                elif m > 64 and dram_per_sm >= FAST_DRAM_PER_SM and b is not w_kn:
+                elif few_rows_bn128(m, n, sms, dram_per_sm) and b is not w_kn:
                     same_tiles = G.run_ladder("tc:ws_persistent:bn128", x, b)
                     assert torch.equal(out, same_tiles), (dtype, m, n, k)
 

@@ -670,7 +670,7 @@ void launch_layout(const TcProblem& p, HopperKernel which, cudaStream_t stream) 
   // 65-128 tokens of x @ weight^T past the skinny tiles, with fast DRAM per SM: 128 wide.
   const bool few_rows_wide = kHalfBuilt && AK && BKm && chosen &&
                              which == HopperKernel::kWarpSpecialized &&
-                             few_rows_bn128(p.M, dram_bytes_per_s_per_sm());
+                             few_rows_bn128(p.M, p.N, sm_count(), dram_bytes_per_s_per_sm());
   const int bn = which == HopperKernel::kPingPong || few_rows_wide
                      ? 128  // ping-pong: each consumer warpgroup 128 x 128
                      : persistent_bn(p.M, p.N, p.K, k_tiles, p.tuning.bn, half_ok, &bn_time);

@@ -462,11 +462,13 @@ inline SkinnyTiles skinny_tiles(int64_t rows, int64_t cols, int64_t k, int sms,
 // bn128 / bn256 / bt64 [cuBLAS]): 80 x (4096 -> 11008) 47.2 / 47.1 / 41.9 / 47.4 / 42.3 [25.5];
 // 128 x 41.1 / 34.1 / 33.5 / 40.9 / 44.0 [26.2]; 80 x (14336 -> 4096) - / 51.7 / 44.3 / 57.5 /
 // 51.6 [36.9]; 128 x - / 41.8 / 43.5 / 52.0 / 53.4 [38.7] (skinny_tiles' bt64 before); 80 x
-// (4096 -> 14336) 44.2 / 60.1 / 44.1 / 53.3 [31.5]; 128 x 38.2 / 42.0 / 37.3 / 47.1 [35.4]. Still
-// short of cuBLAS (0.6-0.9x); against 4096 -> 4096 the skinny tiles stay (bt64 15.9 and 16.3 us,
-// bn128 22.6 and 20.7 [12.4, 13.9]).
-inline bool few_rows_bn128(int64_t rows, double dram_per_sm) {
-  return dram_per_sm >= kFastDramPerSm && rows > 64 && rows <= 128;
+// (4096 -> 14336) 44.2 / 60.1 / 44.1 / 53.3 / 57.9 [31.5]; 128 x 38.2 / 42.0 / 37.3 / 47.1 /
+// 62.0 [35.4]. Still short of cuBLAS (0.6-0.9x); against 4096 -> 4096 the skinny tiles stay
+// (bt64 15.9 and 16.3 us, bn128 22.6 and 20.7 [12.4, 13.9]). Weights of fewer tiles than a ninth
+// of the SMs, which skinny_tiles never takes, keep persistent_bn's choice (not measured here).
+inline bool few_rows_bn128(int64_t rows, int64_t cols, int sms, double dram_per_sm) {
+  return dram_per_sm >= kFastDramPerSm && rows > 64 && rows <= 128 &&
+         9 * ceil_div<int64_t>(cols, 64) >= sms;
 }
 
 // Device code (and the kernels) with internal linkage: every translation unit that
