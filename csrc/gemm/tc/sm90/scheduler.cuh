@@ -400,7 +400,12 @@ inline bool last_wave_full_enough(int64_t units, int sms) {
 // 32 x bt32 0.94x, k2 0.91x of cuBLAS; 64 x bt64 0.89x, k2 0.85x), so there the rules above stay.
 // The split in clusters of four (bt16 and bt32 in k4, a trial, not kept) filled 224 tiles'
 // waves (896 quarters on 32 clusters of four) yet ran slower everywhere on the H200: 16 x (14336
-// x 4096) 34.8 against bt16's 34.2, 32 x bt32 36.8 / 34.8, 16 x (4096 x 4096) 13.6 / 12.3.
+// x 4096) 34.8 against bt16's 34.2, 32 x bt32 36.8 / 34.8, 16 x (4096 x 4096) 13.6 / 12.3. So a
+// short last wave is not what keeps 14336 x 4096 at 80-82% of the copy bandwidth where cuBLAS
+// reads it at 90-93%. Nor are the tokens' loads (2 of each SM's 10 KiB per k-tile at bt 16):
+// pairs of weight tiles sharing the token tile by multicast (bt16:w2, cuBLAS's 2 x 1 clusters
+// for these products; a trial, not kept) ran 8 x (14336 x 4096) 34.4 against bt16's 34.2 us, 16
+// x (11008 x 4096) 30.5 / 29.6, 16 x (4096 x 4096) 13.8 / 12.3 (H200, 2026-11-28).
 constexpr double kFastDramPerSm = 30e9;  // bytes per second per SM
 
 // Whether `units` CTAs split in halves (2 units, one SM each at a time) keep the SMs' waves busier
