@@ -155,8 +155,9 @@ TC_TF32_STEPS = ("tc:ws_tf32_rs",)
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # The few-row ladder (bf16 / fp16 products whose output has at most GEMV_MAX_TOKENS rows or
 # columns, both operands K-major: a decode step's ``linear``), naive first; ``gemv:final`` is what
-# mm / linear run for such products (on Hopper, for 9-16 tokens against large weights or long K,
-# the skinny tiles ``tc:ws_persistent:bt16[:k2]``: sm90/scheduler.cuh's decode_skinny_tiles).
+# mm / linear run for such products (on Hopper, for 9-16 tokens against large weights, 8-16 on
+# GPUs with fast DRAM per SM, or long K, the skinny tiles ``tc:ws_persistent:bt16[:k2]``:
+# sm90/scheduler.cuh's decode_skinny_tiles).
 # Every step needs compute capability 8.0 (the mma step's mma.sync). ``gemv:mma:s<splits>:u<2|4>``
 # (either field optional) forces the blocks that share K and the 64-wide chunks of K each warp
 # loads before it multiplies (for sweeps).

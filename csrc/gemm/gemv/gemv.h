@@ -43,7 +43,8 @@ enum class GemvStep { kWarpRow, kVec16, kRowsInFlight, kSplitK, kMma };
 bool gemv_supports(const TcProblem& p);
 // True when the dispatcher should run `p` on the few-row path: gemv_supports(p), unless the
 // Hopper kernels' skinny tiles run it faster (tc_hopper_decode_skinny_wanted: 9-16 tokens against
-// large weights, or long K against a weight of half the SMs' tiles).
+// large weights, 8-16 on GPUs with fast DRAM per SM, or long K against a weight of half the SMs'
+// tiles; sm90/scheduler.cuh's decode_skinny_tiles).
 bool gemv_wanted(const TcProblem& p);
 // Runs `p` with the kernel of ladder step `step`. Needs gemv_supports(p). splits: for kMma, the
 // number of blocks that share each row group's K (partial sums added in order by a second
