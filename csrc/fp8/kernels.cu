@@ -24,10 +24,24 @@
 //                   128 x 128 tiles, each thread's four 16-element segments loaded before any is
 //                   cast (64 or 128 bytes in flight per thread); the transpose read from the
 //                   shared tile as words (not bytes), turned by byte permutes in 4 x 4 blocks, and
-//                   stored so that a warp fills whole 32-byte sectors of out_t (vec16's warps
-//                   wrote half sectors: 16 bytes in each of 32 rows). 8192 x 8192 bf16: 0.080
-//                   against vec16's 0.107 ms (H200); 0.106 against 0.144 ms, 85% of the copy
-//                   bandwidth (H100, the benchmark report).
+//                   stored so that each store of a warp fills 4 whole 128-byte lines of out_t
+//                   (vec16's warps wrote half sectors: 16 bytes in each of 32 rows; this form's
+//                   first version whole 32-byte sectors of 16 rows, 2-9% slower on an H200).
+//                   8192 x 8192 bf16: 0.079 against vec16's 0.116 ms, 80% of the copy bandwidth
+//                   (H200, the benchmark report); 0.106 against 0.144 ms, 85% (H100, the report
+//                   before the whole-line stores).
+//                   What holds it there (ncu, H200, 8192 x 8192 bf16, 73 us): the transposed
+//                   stream. Without out_t the same kernel moves x and out in 50 us, 95% of the
+//                   copy bandwidth; with it, warps wait on their loads half of their cycles, at
+//                   four blocks per SM (64 registers). Tried and not kept: (1) each tile's rows
+//                   brought by bulk copies (cp.async.bulk, one per row) into a ring of three
+//                   shared-memory stages, two tiles in flight while one is cast: 74.5 us (two
+//                   blocks per SM: 112 KiB of stages each), and act_cast_fp8 on it 110 us against
+//                   87 (its GELU needs the warps the stages leave out); (2) more blocks per SM by
+//                   launch bounds (5 or 6: 48 or 40 registers, with spills): 90 and 112 us;
+//                   (3) tiles walked in groups of 4-64 tile rows, down each group's columns, so
+//                   that the blocks at work at once write longer runs of out_t's rows: 74-76 us
+//                   against 75 row by row, within noise.
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -237,11 +251,12 @@ constexpr int kWideRowsPerPass = kWideThreads / (kWideTile / kVec);  // 32: 8 th
 constexpr int kWidePasses = kWideTile / kWideRowsPerPass;            // 4 segments per thread
 
 // The shared tile is 128 rows of 128 bytes (no padding: every row starts at bank 0). A row's
-// 16-byte segment `seg` sits at segment seg ^ 4 in rows of odd 16-row chunks, so the transposed
-// reads of a warp, which take the same column words from an even and an odd chunk, fall in the two
-// halves of the banks (no conflict), and a quarter-warp's 16-byte stores still fill one row.
+// 16-byte segment `seg` sits at segment seg ^ c in the rows of 16-row chunk c, so the transposed
+// reads of a warp, which take the 4 column words of one segment from each of the 8 chunks, fall
+// in 8 different segments, all 32 banks (no conflict), and a quarter-warp's 16-byte stores still
+// fill one row.
 __device__ __forceinline__ int wide_segment(int row, int seg) {
-  return seg ^ (((row >> 4) & 1) << 2);
+  return seg ^ ((row >> 4) & 7);
 }
 
 // Columns k = 0..3 of a 4 x 4 byte block (rows a, b, c, d: 4 bytes each, byte k = column k) as
@@ -392,7 +407,7 @@ struct ActGradValues {
 // lr + 96 of the tile, one column segment), all loads issued before any is cast: 64 (16-bit x) or
 // 128 (float32 x) bytes in flight per thread. Phase 2: each thread reads a 16-row x 4-column block
 // of the shared tile as 16 words (no byte loads), transposes it with byte permutes and stores four
-// 16-byte column pieces; a warp's store covers whole 32-byte sectors of 16 rows of out_t.
+// 16-byte column pieces; a warp's store covers 4 whole 128-byte lines of out_t.
 // With V::kColSums, each tile's column sums of the values cast (as rounded to T) go to
 // col_partials[tile row][column]: each thread's 4 rows, then the 4 lanes of a warp that share a
 // segment (shuffles), then the 8 warps in order (shared memory): the same sums on every run.
@@ -408,10 +423,13 @@ __global__ void __launch_bounds__(kWideThreads)
   const int64_t tiles_c = (cols + kWideTile - 1) / kWideTile;
   const int64_t tiles = ((rows + kWideTile - 1) / kWideTile) * tiles_c;
   const int lr = threadIdx.x / (kWideTile / kVec), seg = threadIdx.x % (kWideTile / kVec);
-  // Phase 2: warp w takes column words 16 (w % 2) .. + 15 of 16-row chunks 2 (w / 2) and
-  // 2 (w / 2) + 1, one per half-warp.
+  // Phase 2: warp w takes the column words 4 w .. 4 w + 3 (the tile's 16-byte segment w), lane l
+  // column word 4 w + l / 8 of 16-row chunk l % 8: the 8 lanes of a column word store 128
+  // consecutive bytes of each of its out_t rows, so each store instruction of the warp fills 4
+  // whole 128-byte lines (lanes of 16 column words over two chunks, 16 lines of 32 bytes a store,
+  // ran 2-9% slower on an H200).
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int col_word = 16 * (warp % 2) + lane % 16, chunk = 2 * (warp / 2) + lane / 16;
+  const int col_word = 4 * warp + lane / 8, chunk = lane % 8;
   unsigned my_max = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t r0 = (t / tiles_c) * kWideTile, c0 = (t % tiles_c) * kWideTile;

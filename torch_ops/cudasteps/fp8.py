@@ -23,7 +23,7 @@ FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 # tiles, 16 elements per thread, 16-byte loads and stores of both outputs; vec16_prefetch: the next
 # tile's loads issued before this one is cast and transposed (measured no faster on an H100);
 # tile128: 128 x 128 tiles, four segments per thread in flight, the transpose by byte permutes and
-# 32-byte-sector-complete transposed stores.
+# transposed stores that fill whole 128-byte lines.
 LADDER = ("tile32", "vec16", "vec16_prefetch", "tile128")
 
 
