@@ -41,7 +41,16 @@
 //                   launch bounds (5 or 6: 48 or 40 registers, with spills): 90 and 112 us;
 //                   (3) tiles walked in groups of 4-64 tile rows, down each group's columns, so
 //                   that the blocks at work at once write longer runs of out_t's rows: 74-76 us
-//                   against 75 row by row, within noise.
+//                   against 75 row by row, within noise; (4) the transposed tile written into
+//                   one of two shared-memory stages and stored by the copy engine, so the warps
+//                   only load x and store out (H200, ncu, 8192 x 8192 / 8192 x 2048 / 2048 x 8192
+//                   bf16, 8192 x 8192 float32, us, against 71.1 / 19.1 / 19.1 / 102): one bulk
+//                   copy per 128-byte out_t row (cp.async.bulk, 128 per tile) 76.1 / 20.9 / 21.0 /
+//                   104; one TMA tensor store per 64 out_t rows (two per tile, 128-byte swizzle)
+//                   76.6 / 20.4 / 20.5 / 101; act_cast_fp8 98 us against 85 (CUDA events). With
+//                   the warps out of the transposed store's path it ran no faster, so what holds
+//                   the cast is the memory system's rate for that write stream (128 lines of 128
+//                   bytes a tile, each in another DRAM row), not the warps' stores.
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

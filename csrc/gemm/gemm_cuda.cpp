@@ -126,6 +126,12 @@ constexpr bool kFuseByDefault = true;
 // 6.407-6.462 against 6.509-6.524 (torch.nn 6.401-6.469). The fused stage rounds the product
 // before the activation, so both forms give the same bits (act none, which needs no product in
 // its backward, stays fused: linear's single rounding of product + bias in both modes).
+// Again on an H200 (2026-11-28) with the stage in tc:ws_pingpong's epilogue, which hides it under
+// the other consumer warpgroup's main loop (the forward kernel of a profiled FFN step, us, then
+// the FFN and block steps' speedups over torch.nn, two runs each, interleaved with torch): 458
+// fused against 369 + 83 for linear then bias_act; FFN 1.077x / 1.095x fused against 1.083x /
+// 1.076x, block 1.074x / 1.058x against 1.076x / 1.057x. No gain beyond the noise: the stage's
+// cost under the ping-pong schedule matches the pass it saves.
 constexpr bool kFuseWithAux = false;
 
 // How linear_act_impl computes: kAuto (the ops: fused where kFuseByDefault and it can run), or a
