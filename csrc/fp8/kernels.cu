@@ -50,7 +50,11 @@
 //                   76.6 / 20.4 / 20.5 / 101; act_cast_fp8 98 us against 85 (CUDA events). With
 //                   the warps out of the transposed store's path it ran no faster, so what holds
 //                   the cast is the memory system's rate for that write stream (128 lines of 128
-//                   bytes a tile, each in another DRAM row), not the warps' stores.
+//                   bytes a tile, each in another DRAM row), not the warps' stores. (5) Cache
+//                   hints (ncu, two runs, same shapes): streaming stores of both outputs
+//                   (st.global.cs) 72.1-74.4 / 18.9-19.2 / 19.6-20.3 / 102 us against 70.4-71.5 /
+//                   18.6-18.8 / 19.3-19.5 / 102-103; streaming loads of x too (ld.global.cs)
+//                   73.7-74.0 / 19.0 / 19.9-20.0 / 99.7-100.6.
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
