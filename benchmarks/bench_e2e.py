@@ -28,17 +28,18 @@ impl under torch.profiler, its kernels' durations summed as matrix products (cuB
 cudasteps' GEMM kernels), attention, and everything else, so that a reader sees whether a step's
 gain or loss is in its GEMMs or around them.
 
-ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), once with
-``--impl torch`` and once with ``--impl cudasteps``, reporting the script's own ``--step-time``
-figures: ms per step with its data loading, and ms of the training step alone (forward, backward
-with the gradient all-reduce, optimizer step; each such step started on both ranks at once, after
-a barrier). Runs when two CUDA devices are visible.
+ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), with
+``--impl torch`` and with ``--impl cudasteps`` in three alternating rounds, reporting the medians
+of the script's own ``--step-time`` figures: ms per step with its data loading, and ms of the
+training step alone (forward, backward with the gradient all-reduce, optimizer step; each such
+step started on both ranks at once, after a barrier). Runs when two CUDA devices are visible.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -400,15 +401,36 @@ _DDP_CONFIGS = [
 ]
 
 
+# Runs of examples/train_ddp.py per impl and case, in alternating rounds (torch first in even
+# rounds, cudasteps first in odd ones); each row is the median of its runs. One run per impl moved
+# the data-loading figure by up to a third between reports, on either side (scripts/ddp_rounds.py
+# shows the spread), so that a single pair's ratio said more about the run than the build.
+_DDP_ROUNDS = 3
+
+
+def ddp_round_medians(run, impls=("torch", "cudasteps"), rounds=_DDP_ROUNDS) -> dict:
+    """{impl: {figure: median}} over `rounds` calls run(impl) -> {figure: ms} per impl, the impls
+    alternating their order round by round; an impl whose every run failed (run raised
+    RuntimeError or subprocess.TimeoutExpired, reported on stderr) is left out."""
+    runs = {impl: [] for impl in impls}
+    for r in range(rounds):
+        for impl in impls if r % 2 == 0 else tuple(reversed(impls)):
+            try:
+                runs[impl].append(run(impl))
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                print(f"bench_e2e: ddp_step {impl} round {r} failed: {exc}", file=sys.stderr)
+    return {
+        impl: {key: statistics.median(f[key] for f in figs) for key in figs[0]}
+        for impl, figs in runs.items()
+        if figs
+    }
+
+
 def _ddp_cases(bench) -> None:
     for case, args, batch, dims in _DDP_CONFIGS:
         flops = 3 * 2 * batch * sum(a * b for a, b in zip(dims, dims[1:]))  # per rank
-        for impl in ("torch", "cudasteps"):
-            try:
-                figures = _ddp_step_ms(impl, args)
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                print(f"bench_e2e: ddp_step {case} {impl} not recorded: {exc}", file=sys.stderr)
-                continue
+        medians = ddp_round_medians(lambda impl, args=args: _ddp_step_ms(impl, args))
+        for impl, figures in medians.items():
             for what, key in (("step with data loading", "step_ms"), ("training step only", "train_ms")):
                 bench.record(
                     op="ddp_step",
@@ -482,7 +504,9 @@ def run(bench):
         "(3 x 2 x B x 2dh). Under bf16 autocast the torch rows use cuBLAS's bf16 tensor-core "
         "GEMM; the cudasteps rows use whatever cudasteps.nn.Linear runs under autocast, so the "
         "ratio is what a user who swaps the modules gets. ddp_step is examples/train_ddp.py's "
-        "own --step-time figures on two GPUs (NCCL): ms per step with the script's data loading "
+        f"own --step-time figures on two GPUs (NCCL), each the median of {_DDP_ROUNDS} runs per "
+        "impl in alternating rounds (one run's data-loading figure moves by up to a third): ms "
+        "per step with the script's data loading "
         "(DataLoader over a CPU TensorDataset: whole batches through a BatchSampler, pinned), "
         "and ms of the training step alone (forward, "
         "backward with the gradient all-reduce, SGD step; CUDA events; each timed step starts on both "

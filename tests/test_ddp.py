@@ -396,6 +396,38 @@ def test_e2e_own_kernel_durations():
     assert own_durations([]) == []
 
 
+def test_e2e_ddp_round_medians():
+    """The DDP rows are medians over alternating rounds: the impls swap order each round, every
+    figure is a median of its impl's runs, and a failed run drops out (an impl that never ran is
+    left out)."""
+    import subprocess
+
+    from benchmarks.bench_e2e import ddp_round_medians
+
+    calls = []
+    step_ms = {"torch": iter([5.0, 9.0, 6.0]), "cudasteps": iter([4.0, 4.5, 8.0])}
+
+    def run(impl):
+        calls.append(impl)
+        return {"step_ms": next(step_ms[impl]), "train_ms": 2.0 if impl == "torch" else 1.0}
+
+    medians = ddp_round_medians(run, rounds=3)
+    assert calls == ["torch", "cudasteps", "cudasteps", "torch", "torch", "cudasteps"]
+    assert medians == {
+        "torch": {"step_ms": 6.0, "train_ms": 2.0},
+        "cudasteps": {"step_ms": 4.5, "train_ms": 1.0},
+    }
+
+    def flaky(impl):
+        if impl == "cudasteps":
+            raise subprocess.TimeoutExpired("train_ddp.py", 900)
+        calls.append(impl)
+        return {"step_ms": float(len(calls)), "train_ms": 1.0}
+
+    calls.clear()
+    assert ddp_round_medians(flaky, rounds=2) == {"torch": {"step_ms": 1.5, "train_ms": 1.0}}
+
+
 @pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if HAS_CUDA else []))
 def test_transformer_block_matches_torch_and_compiles_fullgraph(device):
     """The e2e family's GPT-style block (benchmarks/bench_e2e.py) with its four linears from
