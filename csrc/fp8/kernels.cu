@@ -44,10 +44,11 @@
 //                   against 75 row by row, within noise; (4) the transposed tile written into
 //                   one of two shared-memory stages and stored by the copy engine, so the warps
 //                   only load x and store out (H200, ncu, 8192 x 8192 / 8192 x 2048 / 2048 x 8192
-//                   bf16, 8192 x 8192 float32, us, against 71.1 / 19.1 / 19.1 / 102): one bulk
-//                   copy per 128-byte out_t row (cp.async.bulk, 128 per tile) 76.1 / 20.9 / 21.0 /
-//                   104; one TMA tensor store per 64 out_t rows (two per tile, 128-byte swizzle)
-//                   76.6 / 20.4 / 20.5 / 101; act_cast_fp8 98 us against 85 (CUDA events). With
+//                   bf16, 8192 x 8192 float32, us; this form 71.1-71.2 / 18.9-19.1 / 19.1-19.3 /
+//                   99.6-102.1 in the same runs): one bulk copy per 128-byte out_t row
+//                   (cp.async.bulk, 128 per tile) 76.1 / 20.9 / 21.0 / 103.8; one TMA tensor store
+//                   per 64 out_t rows (two per tile, 128-byte swizzle) 76.6 / 20.4 / 20.5 / 101.1;
+//                   act_cast_fp8 on either 92-98 us against 85-87 (CUDA events). With
 //                   the warps out of the transposed store's path it ran no faster, so what holds
 //                   the cast is the memory system's rate for that write stream (128 lines of 128
 //                   bytes a tile, each in another DRAM row), not the warps' stores. (5) Cache
