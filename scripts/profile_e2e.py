@@ -73,7 +73,7 @@ def print_timeline(impl: str, step, args: tuple) -> None:
 # CUDA runtime and driver calls as torch.profiler names them: kernel launches, then the others a
 # step's host time may spend on.
 _LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
-_RUNTIME_PREFIXES = ("cuda", "cu")
+_RUNTIME_PREFIX = "cu"  # cuda* (runtime) and cu* (driver); cudasteps' ops are excluded by name
 
 
 def print_host(impl: str, step, args: tuple, steps: int, top: int) -> None:
@@ -102,7 +102,7 @@ def print_host(impl: str, step, args: tuple, steps: int, top: int) -> None:
         if e.cpu_parent is None:
             ops[e.name][0] += e.cpu_time_total
             ops[e.name][1] += 1
-        if e.name.startswith(_RUNTIME_PREFIXES) and not e.name.startswith("cudasteps"):
+        if e.name.startswith(_RUNTIME_PREFIX) and not e.name.startswith("cudasteps"):
             runtime[e.name] += 1
             if e.name in _LAUNCHES:
                 ops[root.name][2] += 1
