@@ -389,12 +389,17 @@ def _ddp_step_ms(impl: str, extra_args: list[str]) -> dict:
     return {k: float(v) for k, v in found.items()}
 
 
-# (case label, train_ddp.py arguments, per-rank batch, dims)
+# (case label, train_ddp.py arguments, per-rank batch, dims). Epochs: the script's step_ms is the
+# median over its odd epochs after the first of each epoch's mean step, train_ms over its even ones
+# of their steps' median; 32 batches per epoch and rank here. With the example's default 5 epochs
+# (4 for the FFN) a run's step_ms was the median of two epoch means; 11 and 10 epochs give it five
+# (and train_ms five or four epochs of steps), for under a second more per run, whose ~15 s is
+# mostly start-up.
 _DDP_CONFIGS = [
-    ("example defaults 32->256->256->10, batch 128/rank", [], 128, [32, 256, 256, 10]),
+    ("example defaults 32->256->256->10, batch 128/rank", ["--epochs", "11"], 128, [32, 256, 256, 10]),
     (
         "FFN 1024->4096->1024->10, batch 1024/rank",
-        ["--dims", "1024,4096,1024,10", "--batch-size", "1024", "--samples", "65536", "--epochs", "4"],
+        ["--dims", "1024,4096,1024,10", "--batch-size", "1024", "--samples", "65536", "--epochs", "10"],
         1024,
         [1024, 4096, 1024, 10],
     ),
@@ -405,7 +410,12 @@ _DDP_CONFIGS = [
 # rounds, cudasteps first in odd ones); each row is the median of its runs. One run per impl moved
 # the data-loading figure by up to a third between reports, on either side (scripts/ddp_rounds.py
 # shows the spread), so that a single pair's ratio said more about the run than the build.
-_DDP_ROUNDS = 3
+# An even number of rounds: the runs drift (2x H200, 2026-11-28: the FFN's step with loading ran
+# 4.97, 4.51, 4.41, 4.33, 4.02, 3.99 ms in six consecutive runs, both sides alike), and with three
+# rounds (torch's runs 1st, 4th, 5th, cudasteps.nn's 2nd, 3rd, 6th) one side's median is an
+# earlier run than the other's; with four (1, 4, 5, 8 against 2, 3, 6, 7) each median is the mean
+# of runs at the same mean position.
+_DDP_ROUNDS = 4
 
 
 def ddp_round_medians(run, impls=("torch", "cudasteps"), rounds=_DDP_ROUNDS) -> dict:

@@ -102,6 +102,11 @@ HopperParams problem_params(const TcProblem& pr, int out_bytes) {
               pr.N, "] has too many tiles of ", Cfg::BM, " x ", Cfg::BN);
   p.raster.tiles_m = int(tiles_m);
   p.raster.tiles_n = int(tiles_n);
+  // Groups of 8 tile rows (TileRaster). Groups of 2, 4, 16 and 32 (a session-local sweep field,
+  // not kept) ran no faster beyond the noise (2%: cudasteps.mm and the same 8-row variant apart)
+  // on the bf16 FFN step's six products, 4096^3 and 8192^3 in 128 x 256 tiles (H200, 2026-11-28,
+  // tile_sweep.py, operands cold and warm); 8192 x 2048 x 8192 TN took 397 us at 8 against
+  // 405-415 at the others.
   p.raster.group = 8;
   p.splits = 1;
   p.k_tiles_per_split = p.k_tiles;
