@@ -214,6 +214,13 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // flop/byte on an H100 (360 TFLOP/s measured, 3 TB/s): T >= 34 (sms - tiles). So 32-256 rows x
 // 4096 columns (32 tiles, T >= 3400) read B through registers, and 512 x 512 x 8192 (16 tiles, T
 // = 512) transposes and splits K.
+// The report's TF32 squares on the H200 (2026-11-28, tile_sweep.py --dtype tf32, us, torch.mm in
+// brackets): 4096^3 with B row-major (transposed, then tc:ws_persistent) 426.4 [400.7], 0.94x, and
+// with B column-major (both K-major, no transpose) 425.1 [416.7], 0.98x; 128- or 256-wide tiles,
+// with or without the tail split, within 1% of each other; tc:ws_tf32_rs 496.6. 8192^3 row-major
+// 3403 [3231], tc:ws_tf32_rs 3677. cuBLAS runs the row-major B 4% faster than the column-major,
+// where ours gains nothing from skipping the transpose: its TF32 kernel for an MN-major B is what
+// the gap is, and tc:ws_tf32_rs (registers) is further behind.
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor) {
   if (a_kmajor == b_kmajor) return false;
   const int64_t other_extent = b_kmajor ? N : M;

@@ -100,6 +100,12 @@ inline std::pair<int, int> choose_tail_split(int tiles, int k_tiles, int sms, in
 // tile took 0.62-0.68 of a 128 x 128 one's time); weight gradients 1024^2 x 8192 35.6 / 36.8, but
 // 512^2 x 32768 57.2 / 47.1: there the 32 narrow tiles were cut into 4 k ranges each (tail split
 // or split-K alike), and every range streamed its share of 64 MB of operands beside the others.
+// Split-K against these small weight gradients, once more on the H200 (2026-11-28, tile_sweep.py,
+// bf16 g^T @ x, us, torch.mm in brackets, its time in this process): 1024 x 1024 x 8192 the rule's
+// 128 x 64 tiles 36.2, 128 x 128 35.2, bn128:s2 41.8, bn256:s4 48.4, the others with s2-s16 52-108,
+// tc:ws_multicast:bn128:s2 53.2 [35.3]; 512 x 512 x 32768 the rule 43.9, bn128:s8 42.7, bn256:s16
+// 51.1, bn128:s4 53.3 [39.7]; 3072 x 1024 x 8192 71.2, every split 125-302 [69.3]; 2048 x 1024 x
+// 8192 51.1, bn128 50.4, every split 75-206 [47.1]. More k ranges only add partial sums' traffic.
 // `forced` (a ladder variant's bn<64|128|256>) wins when non-zero. scripts/tile_sweep.py reruns
 // the sweeps behind these constants.
 constexpr double kWideTileCost = 1.7;
@@ -335,6 +341,18 @@ inline bool few_rows_split_k(int64_t rows, int64_t cols, int sms) {
 // 0.84x / 0.77x, 96 x 0.76x / 0.62x, 128 x (14336 -> 4096) 0.94x / 0.98x, 128 x (4096 ->
 // 14336) 0.71x / 0.68x (bt64 alone 0.69x; the dispatcher's 128 x 128 tiles 0.98x), 64 x (4096
 // -> 4096) bt64 alone 0.88x against 0.84x. Not kept.
+// The rules' choices against forced variants on the H200 (2026-11-28, gemv_sweep.py, graph replays,
+// us; bt32, bt64, bt32:k2, bt64:k2, bn64, bn128, bn64:s2-s4, bn128:s3-s6, ts1 on both widths): the
+// choice was the fastest or within 2% on 8 of 9 shapes (64 x (14336 -> 4096) 33.7 [35.9]), and no
+// variant reached cuBLAS on the others: 64 x (4096 -> 2560) 12.4 [9.6], 96 x 12.8 [10.3], 128 x
+// 14.5 (bn64 14.8) [10.1], 64 x (4096 -> 4096) 13.6 [12.0], 128 x 16.2 (bn64 17.7) [14.1], 64 x
+// (4096 -> 14336) 36.9 [33.2], 128 x 36.5 [34.6]. The ninth: 128 x (14336 -> 4096) 43.7 (bn128,
+// few_rows_bn128) against bn64's 41.3-41.4 [37.9]; bn64 lost at 80 tokens (below), so no rule.
+// cuBLAS's kernels there (ncu, the same day): 64 x (4096 -> 2560) nvjet_sm90_tst_64x32_64x16_4x2
+// (64 x 32 tiles in clusters of 4 x 2, 80 CTAs), 128 x nvjet_..._64x64_64x13_4x2 (80 CTAs), 64 x
+// (4096 -> 4096) ..._64x32_64x16_1x2 and 128 x ..._64x64_64x13_2x1 (128 CTAs each), 64 x (14336 ->
+// 4096) ..._96x64_64x10_2x1 split along K (132 CTAs) and a separate split-K reduce: each operand
+// tile multicast over its cluster, the forms the w4 and c2 trials above did not match.
 struct SkinnyTiles {
   int bt = 0;       // tokens per tile (16, 32 or 64); 0: no skinny tiles
   int ctas = 1;     // token tiles per cluster (2: two CTAs sharing the weight tile)
