@@ -221,14 +221,14 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // 3403 [3231], tc:ws_tf32_rs 3677. Under ncu (4096^3, the same day) the kernels match where both
 // operands are K-major (cuBLAS's sm90_xmma_gemm_..._tf32f32_f32_tn_n_tilesize128x256x32 338.5 us,
 // ours in 128 x 256 tiles 341.3, the tensor pipe 90% busy in both); with B row-major cuBLAS runs
-// its nn kernel, the same tiles reading the MN-major operand in place, at 346.0 us (88%), while
+// its nn kernel, the same tile size and no transpose before it, at 346.0 us (88%), while
 // ours transposes B first (36.1 us) and then takes 339.9. So the gap is the transpose, and what
-// would close it is tc:ws_tf32_rs at cuBLAS's rate (496.6 us here). Two things hold it back
-// (rs_kernel.cuh): its consumers retire each k-tile's wgmmas before loading the next k-tile's
-// register fragments (two fragment sets made ptxas serialize the wgmmas), and its epilogue stores
-// from the registers (store_pair), which cost tc:ws_persistent 8-31% where it was tried against
-// the staged TMA stores (the notes on tc:final below). The staged stores, with the rows its loads
-// renumber (rs_row), are the next step to try.
+// would close it is tc:ws_tf32_rs at cuBLAS's rate (496.6 us in the sweep, against 426.4 with the
+// transpose). Its consumers retire each k-tile's wgmmas before loading the next k-tile's register
+// fragments (two fragment sets made ptxas serialize the wgmmas: rs_kernel.cuh), and its epilogue
+// stores from the registers (store_pair; direct stores cost tc:ws_persistent 8-31% at K = 2048, the
+// notes on tc:final below, but a 4096-deep TF32 tile's main loop outlasts its stores some 30-60
+// times, by an estimate of cycles). The main loop, then, with an ncu of both kernels' stalls first.
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor) {
   if (a_kmajor == b_kmajor) return false;
   const int64_t other_extent = b_kmajor ? N : M;
