@@ -429,6 +429,11 @@ def ddp_round_medians(run, impls=("torch", "cudasteps"), rounds=_DDP_ROUNDS) -> 
                 runs[impl].append(run(impl))
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 print(f"bench_e2e: ddp_step {impl} round {r} failed: {exc}", file=sys.stderr)
+    return side_medians(runs)
+
+
+def side_medians(runs: dict) -> dict:
+    """{impl: [{figure: ms}, ...]} -> {impl: {figure: median}}, leaving out an impl with no runs."""
     return {
         impl: {key: statistics.median(f[key] for f in figs) for key in figs[0]}
         for impl, figs in runs.items()

@@ -11,7 +11,6 @@ rounds, what the benchmark's rows would read. Needs two CUDA devices.
 
 import argparse
 import os
-import statistics
 import sys
 
 import torch
@@ -44,8 +43,7 @@ def main() -> None:
             print(line(f"round {r} {case}", fig["torch"], fig["cudasteps"]), flush=True)
     # What the benchmark's rows would read for these runs: each side's median per figure.
     for case, by_impl in runs.items():
-        med = {impl: {k: statistics.median(f[k] for f in figs) for k in figs[0]}
-               for impl, figs in by_impl.items()}
+        med = E.side_medians(by_impl)
         print(line(f"median of {args.rounds} {case}", med["torch"], med["cudasteps"]))
 
 
