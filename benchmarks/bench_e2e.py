@@ -29,7 +29,7 @@ cudasteps' GEMM kernels), attention, and everything else, so that a reader sees 
 gain or loss is in its GEMMs or around them.
 
 ddp_step: ``examples/train_ddp.py`` run by ``torch.distributed.run`` on two GPUs (NCCL), with
-``--impl torch`` and with ``--impl cudasteps`` in three alternating rounds, reporting the medians
+``--impl torch`` and with ``--impl cudasteps`` in four alternating rounds, reporting the medians
 of the script's own ``--step-time`` figures: ms per step with its data loading, and ms of the
 training step alone (forward, backward with the gradient all-reduce, optimizer step; each such
 step started on both ranks at once, after a barrier). Runs when two CUDA devices are visible.
