@@ -1146,10 +1146,11 @@ def test_ws_tf32_rs():
     (b in registers, the output stored transposed), column-major a @ column-major b (a in
     registers), and both MN-major (b transposed first). Shapes with several tiles per SM and both
     tile widths (128 x 256 when the wide tiles fill the SMs), ragged edges in M, N and K, one
-    k-tile and many, misaligned views; tc:final (which runs it for one MN-major operand against
-    at most 1024 rows or columns of the other where the tiles fill half the SMs or the transpose
-    would cost more than the idle SMs, and transposes elsewhere) with addmm's full and broadcast
-    addend; and the layouts and dtypes it refuses."""
+    k-tile and many, misaligned views; tc:final (which runs it for one MN-major operand where the
+    tiles fill half the SMs or the transpose would cost more than the idle SMs, and transposes
+    elsewhere) with addmm's full and broadcast addend (the epilogue's checked stores) and without
+    one (its unchecked stores for tiles inside the output, checked ones at the edges), bitwise
+    equal to the ladder step; and the layouts and dtypes it refuses."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     side = 256 * int((sms) ** 0.5 + 1)  # >= sms tiles of 128 x 256
     shapes = [
@@ -1171,9 +1172,8 @@ def test_ws_tf32_rs():
     a = misaligned((45, 77), torch.float32, "cuda", seed=7)
     b = misaligned((77, 39), torch.float32, "cuda", seed=8)
     assert rel_err(G.run_ladder("tc:ws_tf32_rs", a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
-    # tc:final: (1000, 1500) row-major a @ row-major b and (1500, 1000) column-major a @
-    # column-major b run tc:ws_tf32_rs (the other operand's extent 1000, 96 tiles); the rest
-    # transpose.
+    # tc:final: every one of these with one MN-major operand fills half the SMs' worth of tiles
+    # and runs tc:ws_tf32_rs; with both MN-major, b is transposed first.
     shapes = [(side, side + 3, 1000), (1000, 1000, 1000), (300, 129, 4099), (1000, 1500, 300),
               (1500, 1000, 300)]
     with tf32_mode(True):
@@ -1181,6 +1181,12 @@ def test_ws_tf32_rs():
             a = make_tensor((m, k), torch.float32, "cuda", seed=120 + i) / k**0.5
             b = make_tensor((k, n), torch.float32, "cuda", seed=130 + i)
             ref = ref_mm(a, b)
+            for ta, tb in ((False, False), (True, True)):
+                out = cudasteps.mm(layout(a, ta), layout(b, tb))
+                assert rel_err(out, ref) < half_tol(torch.float32, k), (m, n, k, ta, tb)
+                if -(-m // 128) * -(-n // 128) * 2 >= sms:
+                    step = G.run_ladder("tc:ws_tf32_rs", layout(a, ta), layout(b, tb))
+                    assert torch.equal(out, step), (m, n, k, ta, tb)
             for s in (
                 make_tensor((m, n), torch.float32, "cuda", seed=140 + i),
                 make_tensor((n,), torch.float32, "cuda", seed=150 + i),

@@ -76,9 +76,9 @@
 // TF32 wgmma reads shared-memory operands K-major only: MN-major TF32 operands (mm's row-major B)
 // are written K-major into such a buffer by cudasteps::transpose_ (one pass when the rows need no
 // padding; into padded rows transpose_ stages through a contiguous buffer, a second pass), except
-// where that pass would cost much next to the product: one MN-major operand against at most 1024
-// rows (or columns) of the other is read in place through registers by tc:ws_tf32_rs
-// (tc_hopper_tf32_rs_wanted has the figures).
+// that on Hopper one MN-major operand is read in place through registers by tc:ws_tf32_rs, unless
+// its output has too few tiles to fill the SMs and the operand is narrow enough to transpose
+// cheaply (tc_hopper_tf32_rs_wanted has the figures).
 //
 // Host code only, so a C++ unit, not a CUDA one (the host compiler alone, not nvcc's extra passes
 // over ATen's headers; empty in a build without CUDA): the kernels and the config table's launch

@@ -35,8 +35,8 @@
 //                     producer and ring, but each consumer thread loads that operand's fragment
 //                     from shared memory into registers, wgmma's other operand form, instead of
 //                     having the operand transposed first (TF32 wgmma reads shared memory
-//                     K-major only). tc:final runs it where the transpose would cost much next
-//                     to the product (tc_hopper_tf32_rs_wanted).
+//                     K-major only). tc:final runs it for such operands but where few tiles
+//                     favour transposing and splitting K (tc_hopper_tf32_rs_wanted).
 //
 // Tiles: BM = 128 (one 64-row wgmma per consumer warpgroup), BN = 256 or 128, BK = one 128-byte
 // swizzle row of K (64 bf16/fp16 or 32 tf32). tc:ws_persistent with 16-bit operands also runs
@@ -185,9 +185,9 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // the product's flops per element grow with the other operand's extent E (M where B is MN-major,
 // N where A is): the transpose's share is about 4 x 360 TFLOP/s / (3 TB/s x E) = 480 / E of the
 // product's time on an H100, a tenth at E = 4096, half at E = 1024. tc:ws_tf32_rs reads the
-// operand in place, through registers, but runs slower than tc:ws_persistent (each consumer
-// warpgroup waits for its k-tile's wgmmas before loading the next one's fragments; starting the
-// two warpgroups a k-tile or two apart gained nothing). Both measured on an H100 (2026-11-27,
+// operand in place, through registers, and ran slower than tc:ws_persistent until its epilogue
+// was mended (the H200 figures below; starting the two warpgroups a k-tile or two apart gained
+// nothing). Both measured on an H100 (2026-11-27,
 // fresh inputs per call, interleaved with torch.mm; ratio torch / ours, the transpose and
 // tc:ws_persistent against tc:ws_tf32_rs):
 //   B row-major (E = M):  512 x 4096 x 4096 0.80x / 1.30x, 768 x 0.69x / 0.79x, 1024 x 0.75x /
@@ -206,7 +206,8 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 //     128 / 256 x 4096 0.91x / 0.70x / 0.93x / 0.73x, 8192 x 64 x 8192 0.87x; A made row-major
 //     by torch's copy, then tc:final, 0.16-0.30x. (scripts/tile_sweep.py --dtype tf32 times
 //     these: --shapes 64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.)
-// So: exactly one MN-major operand and E at most 1024, with at least half the SMs' worth of 128 x
+// So (and until that mend, E at most 1024): exactly one MN-major operand, with at least half the
+// SMs' worth of 128 x
 // 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N for a row-major B,
 // M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate, outlasts what the
 // register kernel's idle SMs lose (one wave of tiles each through all of K: (sms - tiles) tiles'
@@ -216,26 +217,27 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 // = 512) transposes and splits K.
 // The report's TF32 squares on the H200 (2026-11-28, tile_sweep.py --dtype tf32, us, torch.mm in
 // brackets): 4096^3 with B row-major (transposed, then tc:ws_persistent) 426.4 [400.7], 0.94x, and
-// with B column-major (both K-major, no transpose) 425.1 [416.7], 0.98x; 128- or 256-wide tiles,
-// with or without the tail split, within 1% of each other; tc:ws_tf32_rs 496.6. 8192^3 row-major
-// 3403 [3231], tc:ws_tf32_rs 3677. Under ncu (4096^3, the same day) the kernels match where both
-// operands are K-major (cuBLAS's sm90_xmma_gemm_..._tf32f32_f32_tn_n_tilesize128x256x32 338.5 us,
-// ours in 128 x 256 tiles 341.3, the tensor pipe 90% busy in both); with B row-major cuBLAS runs
-// its nn kernel, the same tile size and no transpose before it, at 346.0 us (88%), while
-// ours transposes B first (36.1 us) and then takes 339.9. So the gap is the transpose, and what
-// would close it is tc:ws_tf32_rs at cuBLAS's rate (496.6 us in the sweep, against 426.4 with the
-// transpose). Its consumers retire each k-tile's wgmmas before loading the next k-tile's register
-// fragments (two fragment sets made ptxas serialize the wgmmas: rs_kernel.cuh), and its epilogue
-// stores from the registers (store_pair; direct stores cost tc:ws_persistent 8-31% at K = 2048, the
-// notes on tc:final below, but a 4096-deep TF32 tile's main loop outlasts its stores some 30-60
-// times, by an estimate of cycles). The main loop, then, with an ncu of both kernels' stalls first.
+// with B column-major (both K-major, no transpose) 425.1 [416.7], 0.98x; tc:ws_tf32_rs 496.6.
+// Under ncu (4096^3) cuBLAS's nn kernel (sm90_xmma_gemm_..._tf32f32_f32_nn_n_tilesize128x256x32)
+// ran 346.0 us with no transpose before it; ours transposed B (36.1 us), then 339.9. ncu's source
+// counters of that nn kernel show it reads the MN-major operand through registers too (scalar LDS,
+// HGMMA 64x256x8 with a register A, one commit group per k8 step, up to three in flight), so
+// tc:ws_tf32_rs could match it: its consumers then stalled mostly on the tensor pipe, and a
+// quarter of the warps' samples fell in the epilogue, whose checked pair stores (store_pair)
+// unroll to about 17k instructions. Unchecked float2 stores for tiles wholly inside the output
+// (rs_kernel.cuh) took it from 419 to 338 us under ncu (tc:ws_persistent 332 on K-major operands;
+// the commit group per k8 step alone: 419 either way). tile_sweep.py, the same day, us [torch]:
+// 4096^3 B row-major 372.3 [386.2] against the transpose's 408.4, A column-major 375.6 [380.4]
+// against 417.7, 8192^3 3057.6 [3057.4] against 3197.0, 2048 x 8192 x 8192 755.7 [771.1]
+// against 915.1, 2048^3 54.9 [53.3] against 61.9, 4096 x 1024 x 4096 111.3 [119.4] against
+// 114.7. So every product with one MN-major operand reads it through registers, but those with
+// too few tiles to fill the SMs and an operand narrow enough to transpose cheaply (which then split
+// K: tc:ws_tf32_rs never does).
 bool tc_hopper_tf32_rs_wanted(int64_t M, int64_t N, bool a_kmajor, bool b_kmajor) {
   if (a_kmajor == b_kmajor) return false;
-  const int64_t other_extent = b_kmajor ? N : M;
   const int64_t transposed_extent = b_kmajor ? M : N;
   const int64_t tiles = ceil_div<int64_t>(M, 128) * ceil_div<int64_t>(N, 128);
   const int64_t sms = sm_count();
-  if (other_extent > 1024) return false;
   return 2 * tiles >= sms || 34 * (sms - tiles) <= transposed_extent;
 }
 

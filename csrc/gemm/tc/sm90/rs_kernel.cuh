@@ -104,51 +104,89 @@ __global__ void __launch_bounds__(384, 1)
   const uint32_t frag_lo = block + t * 128 + ((chunk ^ t) * 16);
   const uint32_t frag_hi = block + (t + 4) * 128 + ((chunk ^ (t + 4)) * 16);
   const bool releaser = lane == 0;
+  const bool plain = ep.addend == nullptr && reinterpret_cast<uintptr_t>(ep.out) % 8 == 0 &&
+                     ep.ldo % 2 == 0;
   int stage = 0, phase = 0;
   float d[Cfg::kAccs];
-  uint32_t f[16];  // the k-tile's fragments: 4 registers per k8 step
+  uint32_t f[16];  // four k8 steps' fragments, 4 registers each: step s of a k-tile in f[4s..4s+3]
+  auto load_step = [&](uint32_t base, int s, uint32_t (&f4)[16]) {
+    lds_pair(base + frag_lo + s * 1024, f4[4 * s], f4[4 * s + 1]);
+    lds_pair(base + frag_hi + s * 1024, f4[4 * s + 2], f4[4 * s + 3]);
+  };
   for (int unit = int(blockIdx.x); unit < units; unit += int(gridDim.x)) {
     int tr, ts;
     p.raster.coords(unit, tr, ts);
     zero(d);
+    // One wgmma per commit group, at most three in flight (wgmma_wait<2>): step j's fragments are
+    // loaded while steps j - 1 and j - 2 still run, into the set step j - 4 used, which the wait
+    // has retired. A k-tile's stage goes back once its last step has (at step 1 of the next).
+    mbar_wait(&full[stage], phase);
+    load_step(smem_u32(ring + stage * Cfg::kStageBytes), 0, f);
+    int prev = -1;  // the stage of the k-tile before, until released
     for (int kt = 0; kt < p.k_tiles; ++kt) {
-      mbar_wait(&full[stage], phase);
       const uint32_t base = smem_u32(ring + stage * Cfg::kStageBytes);
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        lds_pair(base + frag_lo + s * 1024, f[4 * s], f[4 * s + 1]);
-        lds_pair(base + frag_hi + s * 1024, f[4 * s + 2], f[4 * s + 3]);
-      }
       const uint64_t desc = sw128_desc<true>(ring + stage * Cfg::kStageBytes + Cfg::kABytes, 0);
-      keep_live(d);
-      wgmma_fence();
-#ifdef CUDASTEPS_SM90A_DEVICE
+      int next = stage + 1, next_phase = phase;
+      if (next == S) next = 0, next_phase ^= 1;
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
+        keep_live(d);
+        wgmma_fence();
+#ifdef CUDASTEPS_SM90A_DEVICE
         const uint64_t ds = desc + s * desc_k_step<true, Cfg::kMmaK>();
         if constexpr (BN == 256) {
           wgmma_m64n256k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
         } else {
           wgmma_m64n128k8_tf32_rs(d, f[4 * s], f[4 * s + 1], f[4 * s + 2], f[4 * s + 3], ds);
         }
-      }
 #endif
-      wgmma_commit();
-      // Each k-tile's wgmmas are retired before the next k-tile's fragments are loaded, and its
-      // stage is handed back at once. Keeping them in flight across the loads instead (as
-      // tc:ws_persistent does, with two register sets) makes ptxas serialize every wgmma (C7513:
-      // it cannot tell which commit group still reads a register): 4096^3 and 8192^3 ran 7-13%
-      // slower on an H100. While one consumer warpgroup waits, the other's wgmmas keep the tensor
-      // cores busy. (Two k-tiles per commit group, half the waits, measured no faster.)
-      wgmma_wait<0>();
-      keep_live(d);
-      if (releaser) mbar_arrive(&empty[stage]);
-      if (++stage == S) stage = 0, phase ^= 1;
+        wgmma_commit();
+        wgmma_wait<2>();
+        keep_live(d);
+        if (s == 1 && prev >= 0 && releaser) mbar_arrive(&empty[prev]);
+        if (s < 3) {
+          load_step(base, s + 1, f);
+        } else if (kt + 1 < p.k_tiles) {
+          mbar_wait(&full[next], next_phase);
+          load_step(smem_u32(ring + next * Cfg::kStageBytes), 0, f);
+        }
+      }
+      prev = stage;
+      stage = next, phase = next_phase;
     }
+    wgmma_wait<0>();
+    keep_live(d);
+    if (releaser) mbar_arrive(&empty[prev]);
     // Accumulator d[4j + 2h + c]: row 16 warp + g + 8h of the warpgroup's 64 (renumbered: tile row
     // r0 + h), column 8j + 2t + c of S's BN.
     const int64_t r0 = int64_t(tr) * Cfg::BM + cwg * 64 + rs_row(warp, g);
     const int64_t s0 = int64_t(ts) * BN + 2 * t;
+    // A tile wholly inside the output, with no addend and 8-byte aligned rows, stores its pairs
+    // with no checks: alpha * acc, what store_pair writes there. The checked form (edge tiles,
+    // addmm's beta * C) unrolls to some 17k instructions per kernel: in the unchecked one's place
+    // it took a quarter of the warps' stall samples (ncu, 4096^3) and the kernel 419 us against
+    // tc:ws_persistent's 340 on K-major operands (H200).
+    const int64_t rows_r = kSwap ? ep.N : ep.M, rows_s = kSwap ? ep.M : ep.N;
+    if (plain && (int64_t(tr) + 1) * Cfg::BM <= rows_r && (int64_t(ts) + 1) * BN <= rows_s) {
+      const float alpha = ep.alpha;
+      // kSwap: C[s, r] and C[s, r + 1] for the two neighbours r0, r0 + 1; else C[r, s], C[r, s + 1].
+      float* o = kSwap ? ep.out + s0 * ep.ldo + r0 : ep.out + r0 * ep.ldo + s0;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        if constexpr (kSwap) {
+          float* row = o + int64_t(8 * j) * ep.ldo;
+          *reinterpret_cast<float2*>(row) = make_float2(alpha * d[4 * j], alpha * d[4 * j + 2]);
+          *reinterpret_cast<float2*>(row + ep.ldo) =
+              make_float2(alpha * d[4 * j + 1], alpha * d[4 * j + 3]);
+        } else {
+          *reinterpret_cast<float2*>(o + 8 * j) =
+              make_float2(alpha * d[4 * j], alpha * d[4 * j + 1]);
+          *reinterpret_cast<float2*>(o + ep.ldo + 8 * j) =
+              make_float2(alpha * d[4 * j + 2], alpha * d[4 * j + 3]);
+        }
+      }
+      continue;
+    }
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       if constexpr (kSwap) {
