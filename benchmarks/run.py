@@ -5,6 +5,8 @@
     python -m benchmarks --quick              # fewer, smaller cases
 
     python -m benchmarks --replot benchmarks/results/<gpu-slug>.json   # redraw the plots only
+    python -m benchmarks --merge /tmp/a/<gpu-slug>.json /tmp/b/<gpu-slug>.json   # runs of some
+                                              # families each, as one report in --results-dir
 
 Writes <results-dir>/<gpu-slug>.json (records as in docs/ARCHITECTURE.md), <gpu-slug>.md (the
 tables), <gpu-slug>-<op>.png (GB/s of each implementation per case, for the memory-bound ops) and
@@ -353,6 +355,71 @@ def replot(json_path: str) -> list[str]:
     return pngs
 
 
+def _family_blocks(md_text: str) -> tuple[str, dict]:
+    """A report's text before its first `## ` heading, and each family's block (its `## family`
+    heading up to the next `## ` heading), by family name; `## Plots` is left out."""
+    head, blocks, name = [], {}, None
+    for line in md_text.split("\n"):
+        if line.startswith("## "):
+            name = line[3:].strip()
+            if name != "Plots":
+                blocks[name] = [line]
+            continue
+        if name is None:
+            head.append(line)
+        elif name != "Plots":
+            blocks[name].append(line)
+    return "\n".join(head), {k: "\n".join(v) for k, v in blocks.items()}
+
+
+def merge(json_paths: list[str], results_dir: str) -> str:
+    """One report from the results of several runs on the same GPU, each of some families
+    (`--ops`): a machine that limits how long one command may run gets the whole report in parts.
+    Each family comes from the one run that measured it (records carry no family, so two runs of
+    one family are refused), its table's % columns against its own run's ceilings; the header, the
+    device and the ceilings are the first run's, with a line naming which run gave which
+    families. Writes <results-dir>/<gpu-slug>.json and .md, redraws the plots, and returns the
+    .md's path."""
+    runs = []
+    for path in json_paths:
+        with open(path) as f:
+            payload = json.load(f)
+        with open(path[: -len(".json")] + ".md") as f:
+            runs.append((path, payload, _family_blocks(f.read())))
+    names = {run[1]["device"]["name"] for run in runs}
+    if len(names) != 1:
+        raise SystemExit(f"--merge: the runs come from different GPUs: {sorted(names)}")
+    source = {}
+    for i, (path, payload, _) in enumerate(runs):
+        for fam in payload["families"]:
+            if fam in source:
+                raise SystemExit(f"--merge: {fam} is in {runs[source[fam]][0]} and in {path}")
+            source[fam] = i
+    order = [f for f in available_families() if f in source] + [
+        f for f in source if f not in available_families()
+    ]
+    first = runs[0][1]
+    merged = dict(first, families=order, records=[r for run in runs for r in run[1]["records"]])
+    head = runs[0][2][0].rstrip("\n")
+    parts = "; ".join(
+        f"run {i + 1}: " + ", ".join(f for f in order if source[f] == i) for i in range(len(runs))
+    )
+    head += (
+        f"\n\nMerged from {len(runs)} runs on this GPU (`python -m benchmarks "
+        f"--merge`; each family's percentages use its own run's ceilings): {parts}.\n"
+    )
+    md = "\n".join([head] + [runs[source[f]][2][1][f].rstrip("\n") + "\n" for f in order])
+    os.makedirs(results_dir, exist_ok=True)
+    name = slug(first["device"]["name"]) + ("-quick" if first.get("quick") else "")
+    prefix = os.path.join(results_dir, name)
+    with open(prefix + ".json", "w") as f:
+        json.dump(merged, f, indent=1)
+    with open(prefix + ".md", "w") as f:
+        f.write(md)
+    replot(prefix + ".json")
+    return prefix + ".md"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -370,7 +437,17 @@ def main(argv=None) -> int:
         metavar="RESULTS_JSON",
         help="measure nothing: redraw the plots of a results JSON (and the .md's image list) beside it",
     )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RESULTS_JSON",
+        help="measure nothing: one report in --results-dir from runs of some families each (the "
+        "last run of a family wins)",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        print(merge(args.merge, args.results_dir))
+        return 0
     if args.replot:
         pngs = replot(args.replot)
         print("\n".join(pngs) if pngs else "no plots (matplotlib missing, or nothing to plot)")
