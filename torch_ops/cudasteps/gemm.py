@@ -149,8 +149,8 @@ TC_HOPPER_NN_STEPS = ("tc:wgmma", "tc:wgmma_tma", "tc:ws_multicast", "tc:ws_ping
 TC_HOPPER_FP16_STEPS = ("tc:ws_pingpong",)
 # Hopper steps for float32 (TF32) alone, outside TC_LADDER: tc:ws_tf32_rs reads one MN-major
 # operand (a column-major ``a`` or a row-major ``b``) into wgmma's register operand instead of
-# transposing it. tc:final runs it where that transpose would cost much next to the product (one
-# MN-major operand against at most 1024 rows or columns of the other); elsewhere it transposes.
+# transposing it. tc:final runs it for one MN-major operand, but where the output's tiles are too
+# few to fill the SMs and the operand is narrow (there it transposes and splits K).
 TC_TF32_STEPS = ("tc:ws_tf32_rs",)
 TC_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # The few-row ladder (bf16 / fp16 products whose output has at most GEMV_MAX_TOKENS rows or
