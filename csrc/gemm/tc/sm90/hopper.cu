@@ -207,14 +207,16 @@ bool tc_hopper_rs_supports(const TcProblem& p) {
 //     by torch's copy, then tc:final, 0.16-0.30x. (scripts/tile_sweep.py --dtype tf32 times
 //     these: --shapes 64x4096x4096:NN,4096x64x4096:TT --variants tc:ws_tf32_rs.)
 // So (and until that mend, E at most 1024): exactly one MN-major operand, with at least half the
-// SMs' worth of 128 x
-// 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N for a row-major B,
-// M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate, outlasts what the
-// register kernel's idle SMs lose (one wave of tiles each through all of K: (sms - tiles) tiles'
-// 2 x 128^2 K flops at the tensor cores' TF32 rate). That rate over the HBM's is about 120
-// flop/byte on an H100 (360 TFLOP/s measured, 3 TB/s): T >= 34 (sms - tiles). So 32-256 rows x
-// 4096 columns (32 tiles, T >= 3400) read B through registers, and 512 x 512 x 8192 (16 tiles, T
-// = 512) transposes and splits K.
+// SMs' worth of 128 x 128 tiles, or fewer tiles but a transposed operand wide enough (T columns: N
+// for a row-major B, M for a column-major A) that its transpose, 8 K T bytes at the HBM's rate,
+// outlasts what the register kernel's idle SMs lose (one wave of tiles each through all of K:
+// (sms - tiles) tiles' 2 x 128^2 K flops at the tensor cores' TF32 rate). That rate over the HBM's
+// is about 120 flop/byte on an H100 (360 TFLOP/s measured, 3 TB/s): T >= 34 (sms - tiles). So
+// 32-256 rows x 4096 columns (32 tiles, T >= 3400) read B through registers, and 512 x 512 x 8192
+// (16 tiles, T = 512) transposes and splits K. (After the mend, H200: 1000^3, 64 tiles, ran 34.4
+// us through registers against 43.1 transposed, where the rule transposes; 1024^2 x 8192 87.5
+// against 84.9 and 512^2 x 8192 86.8 against 57.9, where it rightly does. The fixed costs of the
+// transpose and the split, not in the estimate, decide short products: a sweep to come.)
 // The report's TF32 squares on the H200 (2026-11-28, tile_sweep.py --dtype tf32, us, torch.mm in
 // brackets): 4096^3 with B row-major (transposed, then tc:ws_persistent) 426.4 [400.7], 0.94x, and
 // with B column-major (both K-major, no transpose) 425.1 [416.7], 0.98x; tc:ws_tf32_rs 496.6.

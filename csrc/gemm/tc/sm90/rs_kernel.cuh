@@ -117,9 +117,13 @@ __global__ void __launch_bounds__(384, 1)
     int tr, ts;
     p.raster.coords(unit, tr, ts);
     zero(d);
-    // One wgmma per commit group, at most three in flight (wgmma_wait<2>): step j's fragments are
-    // loaded while steps j - 1 and j - 2 still run, into the set step j - 4 used, which the wait
-    // has retired. A k-tile's stage goes back once its last step has (at step 1 of the next).
+    // One wgmma per commit group, at most three in flight (wgmma_wait<2>), as cuBLAS's TF32 nn
+    // kernel runs: step j's fragments are loaded while steps j - 1 and j - 2 still run, into the
+    // set step j - 4 used, which the wait has retired. A k-tile's stage goes back once its last
+    // step has (at step 1 of the next). ptxas serializes nothing here (no C7513). Alone it measured
+    // no faster than retiring each k-tile's four wgmmas before loading the next one's fragments,
+    // nor did two fragment sets a k-tile apart (4096^3, H200: 419 us under ncu all three); the
+    // epilogue below was the gap.
     mbar_wait(&full[stage], phase);
     load_step(smem_u32(ring + stage * Cfg::kStageBytes), 0, f);
     int prev = -1;  // the stage of the k-tile before, until released
@@ -163,13 +167,13 @@ __global__ void __launch_bounds__(384, 1)
     const int64_t s0 = int64_t(ts) * BN + 2 * t;
     // A tile wholly inside the output, with no addend and 8-byte aligned rows, stores its pairs
     // with no checks: alpha * acc, what store_pair writes there. The checked form (edge tiles,
-    // addmm's beta * C) unrolls to some 17k instructions per kernel: in the unchecked one's place
-    // it took a quarter of the warps' stall samples (ncu, 4096^3) and the kernel 419 us against
-    // tc:ws_persistent's 340 on K-major operands (H200).
+    // addmm's beta * C) unrolls to some 17k instructions per kernel; run for every tile it drew a
+    // quarter of the warps' stall samples and the kernel took 419 us, against 338 with this path
+    // (ncu, 4096^3, H200; tc:ws_persistent 332 on K-major operands).
     const int64_t rows_r = kSwap ? ep.N : ep.M, rows_s = kSwap ? ep.M : ep.N;
     if (plain && (int64_t(tr) + 1) * Cfg::BM <= rows_r && (int64_t(ts) + 1) * BN <= rows_s) {
       const float alpha = ep.alpha;
-      // kSwap: C[s, r] and C[s, r + 1] for the two neighbours r0, r0 + 1; else C[r, s], C[r, s + 1].
+      // kSwap: C[s, r], C[s, r + 1] for the two neighbours r0, r0 + 1; else C[r, s], C[r, s + 1].
       float* o = kSwap ? ep.out + s0 * ep.ldo + r0 : ep.out + r0 * ep.ldo + s0;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
