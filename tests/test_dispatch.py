@@ -145,3 +145,97 @@ def test_mutating_ops_compile_without_the_self_argument_warning():
     assert messages == [], messages
     assert torch.equal(copy_out, x * 2)
     assert torch.equal(t_out, (x + 1).t())
+
+
+# Every differentiable op's overloads, with the tensors it takes (a factory of (args, kwargs) per
+# device): forward-mode AD must be refused whichever of those tensors is dual.
+def _forward_ad_calls():
+    ops = torch.ops.cudasteps
+
+    def t(*shape, seed=0, dtype=torch.float32):
+        return lambda device: make_tensor(shape, dtype, device, seed=seed)
+
+    x, w, b = t(4, 3), t(5, 3, seed=1), t(5, seed=2)
+    w2, b2 = t(3, 5, seed=3), t(3, seed=4)
+    a, m = t(4, 6, seed=5), t(6, 5, seed=6)
+    bf = torch.bfloat16
+    return {
+        "copy": (ops.copy.default, [x], {}),
+        "copy_": (ops.copy_.default, [t(4, 3, seed=7), x], {}),
+        "transpose": (ops.transpose.default, [x], {}),
+        "transpose_": (ops.transpose_.default, [t(3, 4, seed=7), x], {}),
+        "sum": (ops.sum.default, [x], {}),
+        "mm": (ops.mm.default, [a, m], {}),
+        "mm.dtype": (ops.mm.dtype, [a, m, bf], {}),
+        "addmm": (ops.addmm.default, [t(4, 5, seed=7), a, m], {}),
+        "linear": (ops.linear.default, [x, w, b], {}),
+        "linear.dtype": (ops.linear.dtype, [x, w, b, bf], {}),
+        "linear_act": (ops.linear_act.default, [x, w, b, "gelu"], {}),
+        "linear_act.dtype": (ops.linear_act.dtype, [x, w, b, "gelu", bf], {}),
+        "linear_act_aux": (ops.linear_act_aux.default, [x, w, b, "relu"], {}),
+        "linear_act_linear": (ops.linear_act_linear.default, [x, w, b, w2, b2, "gelu"], {}),
+        "linear_act_linear.dtype": (ops.linear_act_linear.dtype, [x, w, b, w2, b2, "gelu", bf], {}),
+        "linear_fp8": (ops.linear_fp8.default, [x, w, b], {}),
+        "linear_act_fp8": (ops.linear_act_fp8.default, [x, w, b, "gelu"], {}),
+        "linear_act_linear_fp8": (ops.linear_act_linear_fp8.default, [x, w, b, w2, b2, "gelu"], {}),
+        "bias_act": (ops.bias_act.default, [t(4, 5), b, "silu"], {}),
+        "add": (ops.add.default, [x, t(4, 3, seed=8)], {"alpha": 2}),
+        "add.Scalar": (ops.add.Scalar, [x, 1.5], {}),
+        "mul": (ops.mul.default, [x, t(4, 3, seed=8)], {}),
+        "mul.Scalar": (ops.mul.Scalar, [x, 1.5], {}),
+    }
+
+
+_FORWARD_AD_CALLS = _forward_ad_calls()
+
+
+def test_forward_ad_cases_cover_every_differentiable_op():
+    differentiable = {
+        name
+        for name in torch._C._dispatch_get_all_op_names()
+        if name.startswith("cudasteps::") and not name.startswith("cudasteps::ladder_")
+    }
+    differentiable -= {f"cudasteps::{n}" for n in NO_AUTOGRAD}
+    # Not differentiable: they refuse inputs that require grad (as torch._scaled_mm), or are
+    # backwards and casts that the FP8 nodes call below autograd.
+    refusing = {
+        "scaled_mm", "scaled_mm_range", "cast_fp8", "cast_fp8_dynamic", "act_cast_fp8",
+        "act_grad_cast_fp8", "bias_act_amax", "bias_act_backward_amax", "mm_bias_act_backward",
+        "linear_fp8_aux",
+    }  # fmt: skip
+    differentiable -= {f"cudasteps::{n}" for n in refusing}
+    covered = {"cudasteps::" + name for name in _FORWARD_AD_CALLS}  # overloads named too
+    assert differentiable == covered
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_FORWARD_AD_CALLS))
+def test_forward_ad_dual_input_is_refused_by_name(name, device):
+    import torch.autograd.forward_ad as fwAD
+
+    op, makers, kwargs = _FORWARD_AD_CALLS[name]
+    positions = [i for i, m in enumerate(makers) if callable(m)]
+    for dual_at in positions:
+        with fwAD.dual_level():
+            args = [m(device) if callable(m) else m for m in makers]
+            primal = args[dual_at]
+            args[dual_at] = fwAD.make_dual(primal, torch.ones_like(primal))
+            with pytest.raises(NotImplementedError) as info:
+                op(*args, **kwargs)
+        base = name.split(".")[0]
+        assert f"cudasteps.{base}: forward-mode AD is not supported" in str(info.value), (name, dual_at)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_plain_tensors_inside_a_dual_level_still_run(device):
+    import torch.autograd.forward_ad as fwAD
+
+    x = make_tensor((4, 3), torch.float32, device)
+    w = make_tensor((5, 3), torch.float32, device, seed=1)
+    with fwAD.dual_level():
+        out = torch.ops.cudasteps.linear(x, w, None)
+        _ = fwAD.make_dual(make_tensor((2,), torch.float32, device), torch.ones(2, device=device))
+        out_after = torch.ops.cudasteps.linear(x, w, None)
+    ref = (x.double() @ w.double().t()).float()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    assert torch.equal(out, out_after)

@@ -42,12 +42,12 @@ class CopyInplaceFunction : public torch::autograd::Function<CopyInplaceFunction
 };
 
 at::Tensor copy_autograd(const at::Tensor& self) {
-  if (!needs_grad(self)) return copy_redispatch(self);
+  if (!records_grad("copy", self)) return copy_redispatch(self);
   return CopyFunction::apply(self);
 }
 
 void copy__autograd(at::Tensor& out, const at::Tensor& src) {
-  if (!needs_grad(out, src)) {
+  if (!records_grad("copy_", out, src)) {
     copy__redispatch(out, src);
     out.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
     return;

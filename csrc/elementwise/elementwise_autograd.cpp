@@ -284,7 +284,7 @@ class MulScalarFunction : public torch::autograd::Function<MulScalarFunction> {
 };
 
 at::Tensor bias_act_autograd(const at::Tensor& x, const OptTensor& bias, c10::string_view act) {
-  if (!needs_grad(x) && !needs_grad_opt(bias)) {
+  if (!records_grad("bias_act", x, bias)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return bias_act_call(x, bias, act);
   }
@@ -292,7 +292,7 @@ at::Tensor bias_act_autograd(const at::Tensor& x, const OptTensor& bias, c10::st
 }
 
 at::Tensor add_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  if (!needs_grad(self, other)) {
+  if (!records_grad("add", self, other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return add_call(self, other, alpha);
   }
@@ -300,7 +300,7 @@ at::Tensor add_autograd(const at::Tensor& self, const at::Tensor& other, const a
 }
 
 at::Tensor add_scalar_autograd(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
-  if (!needs_grad(self)) {
+  if (!records_grad("add", self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return add_scalar_call(self, other, alpha);
   }
@@ -308,7 +308,7 @@ at::Tensor add_scalar_autograd(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor mul_autograd(const at::Tensor& self, const at::Tensor& other) {
-  if (!needs_grad(self, other)) {
+  if (!records_grad("mul", self, other)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return mul_call(self, other);
   }
@@ -316,7 +316,7 @@ at::Tensor mul_autograd(const at::Tensor& self, const at::Tensor& other) {
 }
 
 at::Tensor mul_scalar_autograd(const at::Tensor& self, const at::Scalar& other) {
-  if (!needs_grad(self)) {
+  if (!records_grad("mul", self)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return mul_scalar_call(self, other);
   }

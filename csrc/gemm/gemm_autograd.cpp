@@ -526,7 +526,7 @@ class LinearFp8Function : public torch::autograd::Function<LinearFp8Function> {
 at::Tensor linear_fp8_autograd(const at::Tensor& input, const at::Tensor& weight,
                                const OptTensor& bias, c10::optional<at::ScalarType> out_dtype,
                                const OptTensor& input_amax) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear_fp8", input, weight, bias)) {
     static const auto op =
         typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const OptTensor&,
                             c10::optional<at::ScalarType>, const OptTensor&)>("linear_fp8");
@@ -601,7 +601,7 @@ class LinearActFp8Function : public torch::autograd::Function<LinearActFp8Functi
 std::tuple<at::Tensor, at::Tensor> linear_act_fp8_autograd(
     const at::Tensor& input, const at::Tensor& weight, const OptTensor& bias,
     c10::string_view act, c10::optional<at::ScalarType> out_dtype, const OptTensor& input_amax) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear_act_fp8", input, weight, bias)) {
     static const auto op = typed_op<std::tuple<at::Tensor, at::Tensor>(
         const at::Tensor&, const at::Tensor&, const OptTensor&, c10::string_view,
         c10::optional<at::ScalarType>, const OptTensor&)>("linear_act_fp8");
@@ -617,31 +617,31 @@ std::tuple<at::Tensor, at::Tensor> linear_act_fp8_autograd(
 }
 
 at::Tensor mm_autograd(const at::Tensor& self, const at::Tensor& mat2) {
-  if (!needs_grad(self, mat2)) return mm_call(self, mat2);
+  if (!records_grad("mm", self, mat2)) return mm_call(self, mat2);
   return MmFunction::apply(self, mat2);
 }
 
 at::Tensor mm_dtype_autograd(const at::Tensor& self, const at::Tensor& mat2,
                              at::ScalarType out_dtype) {
-  if (!needs_grad(self, mat2)) return mm_dtype_call(self, mat2, out_dtype);
+  if (!records_grad("mm", self, mat2)) return mm_dtype_call(self, mat2, out_dtype);
   return MmDtypeFunction::apply(self, mat2, out_dtype);
 }
 
 at::Tensor addmm_autograd(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                           const at::Scalar& beta, const at::Scalar& alpha) {
-  if (!needs_grad(self, mat1, mat2)) return addmm_call(self, mat1, mat2, beta, alpha);
+  if (!records_grad("addmm", self, mat1, mat2)) return addmm_call(self, mat1, mat2, beta, alpha);
   return AddmmFunction::apply(self, mat1, mat2, beta, alpha);
 }
 
 at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight,
                            const c10::optional<at::Tensor>& bias) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) return linear_call(input, weight, bias);
+  if (!records_grad("linear", input, weight, bias)) return linear_call(input, weight, bias);
   return LinearFunction::apply(input, weight, bias, c10::nullopt);
 }
 
 at::Tensor linear_dtype_autograd(const at::Tensor& input, const at::Tensor& weight,
                                  const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear", input, weight, bias)) {
     static const auto op =
         typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, const OptTensor&,
                             at::ScalarType)>("linear", "dtype");
@@ -660,7 +660,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& inp
                                                            const at::Tensor& weight,
                                                            const c10::optional<at::Tensor>& bias,
                                                            c10::string_view act) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear_act_aux", input, weight, bias)) {
     return linear_act_aux_call(input, weight, bias, act);
   }
   auto outs = LinearActFunction::apply(input, weight, bias, act, c10::nullopt);
@@ -672,7 +672,7 @@ std::tuple<at::Tensor, at::Tensor> linear_act_aux_autograd(const at::Tensor& inp
 // and weight.
 at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight,
                                const c10::optional<at::Tensor>& bias, c10::string_view act) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear_act", input, weight, bias)) {
     return linear_act_call(input, weight, bias, act);
   }
   if (gemm::linear_act_is_linear(input, bias, act)) return linear_autograd(input, weight, bias);
@@ -682,7 +682,7 @@ at::Tensor linear_act_autograd(const at::Tensor& input, const at::Tensor& weight
 at::Tensor linear_act_dtype_autograd(const at::Tensor& input, const at::Tensor& weight,
                                      const c10::optional<at::Tensor>& bias, c10::string_view act,
                                      at::ScalarType dtype) {
-  if (!needs_grad(input, weight) && !needs_grad_opt(bias)) {
+  if (!records_grad("linear_act", input, weight, bias)) {
     static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
                                                const OptTensor&, c10::string_view, at::ScalarType)>(
         "linear_act", "dtype");
@@ -701,8 +701,7 @@ at::Tensor linear_act_dtype_autograd(const at::Tensor& input, const at::Tensor& 
 at::Tensor linear_act_linear_autograd(const at::Tensor& input, const at::Tensor& weight1,
                                      const OptTensor& bias1, const at::Tensor& weight2,
                                      const OptTensor& bias2, c10::string_view act) {
-  if (!needs_grad(input, weight1) && !needs_grad(weight2) && !needs_grad_opt(bias1) &&
-      !needs_grad_opt(bias2)) {
+  if (!records_grad("linear_act_linear", input, weight1, bias1, weight2, bias2)) {
     static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
                                                const OptTensor&, const at::Tensor&,
                                                const OptTensor&, c10::string_view)>(
@@ -720,8 +719,7 @@ at::Tensor linear_act_linear_dtype_autograd(const at::Tensor& input, const at::T
                                            const OptTensor& bias1, const at::Tensor& weight2,
                                            const OptTensor& bias2, c10::string_view act,
                                            at::ScalarType dtype) {
-  if (!needs_grad(input, weight1) && !needs_grad(weight2) && !needs_grad_opt(bias1) &&
-      !needs_grad_opt(bias2)) {
+  if (!records_grad("linear_act_linear", input, weight1, bias1, weight2, bias2)) {
     static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&,
                                                const OptTensor&, const at::Tensor&,
                                                const OptTensor&, c10::string_view, at::ScalarType)>(

@@ -226,7 +226,7 @@ at::Tensor linear_act_linear_fp8_autograd(const at::Tensor& input, const at::Ten
                                           const OptTensor& bias2, c10::string_view act,
                                           c10::optional<at::ScalarType> out_dtype,
                                           const OptTensor& input_amax) {
-  if (!needs_grad(input, weight1, weight2) && !needs_grad_opt(bias1) && !needs_grad_opt(bias2)) {
+  if (!records_grad(kOp, input, weight1, bias1, weight2, bias2)) {
     static const auto op = typed_op<OpSignature>(kOp);
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return op.call(input, weight1, bias1, weight2, bias2, act, out_dtype, input_amax);

@@ -66,7 +66,7 @@ class SumFunction : public torch::autograd::Function<SumFunction> {
 
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<at::ScalarType> dtype) {
-  if (!needs_grad(self)) return sum_redispatch(self, dim, keepdim, dtype);
+  if (!records_grad("sum", self)) return sum_redispatch(self, dim, keepdim, dtype);
   return SumFunction::apply(self, dim, keepdim, dtype);
 }
 

@@ -49,12 +49,12 @@ class TransposeInplaceFunction : public torch::autograd::Function<TransposeInpla
 };
 
 at::Tensor transpose_autograd(const at::Tensor& self) {
-  if (!needs_grad(self)) return transpose_redispatch(self);
+  if (!records_grad("transpose", self)) return transpose_redispatch(self);
   return TransposeFunction::apply(self);
 }
 
 void transpose__autograd(at::Tensor& out, const at::Tensor& src) {
-  if (!needs_grad(out, src)) {
+  if (!records_grad("transpose_", out, src)) {
     transpose__redispatch(out, src);
     out.unsafeGetTensorImpl()->bump_version();  // in-place writes must invalidate saved tensors
     return;
