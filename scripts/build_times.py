@@ -41,7 +41,10 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=0, help="print only the N slowest objects")
     args = parser.parse_args()
     logs = []
-    for root, _, files in os.walk(args.build_dir):
+    for root, dirs, files in os.walk(args.build_dir):
+        # scripts/prebuild.sh's builds against other torch releases (build/prebuild-<version>) are
+        # builds of their own, not units of this one.
+        dirs[:] = [d for d in dirs if not d.startswith("prebuild-")]
         if ".ninja_log" in files:
             logs.append(os.path.join(root, ".ninja_log"))
     if not logs:

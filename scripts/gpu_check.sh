@@ -9,7 +9,8 @@
 # $OUT/results.tgz), a summary to $OUT/summary.txt. STEPS selects steps (default: all).
 # Usage on the device: OUT=$OUT scripts/gpu_check.sh   or   STEPS="build test" scripts/gpu_check.sh
 # Without the build step the other steps use the extension that Python finds (e.g. one built on
-# another machine against the same torch, through PYTHONPATH=torch_ops).
+# another machine against the same torch, through PYTHONPATH=torch_ops). The build step itself
+# installs a matching prebuilt/ instead of building (scripts/prebuild.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(pwd)/gpu_check_out}
@@ -58,7 +59,29 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$LOGS/gpu.txt" 2>&1
 cat "$LOGS/gpu.txt"
 
-if want build; then
+# A binary built on another machine for this one (scripts/prebuild.sh: prebuilt/, carried along)
+# replaces the build step where it was built against this machine's torch from these very sources
+# (scripts/source_digest.sh); otherwise it is ignored and the build runs.
+prebuilt_matches() {
+  [ -f prebuilt/_C.abi3.so ] && [ -f prebuilt/_build_info.py ] && [ -f prebuilt/SOURCES ] || return 1
+  [ "$(cat prebuilt/SOURCES)" = "$(scripts/source_digest.sh)" ] || return 1
+  "$PY" - <<'PYEOF'
+import runpy, sys, torch
+info = runpy.run_path("prebuilt/_build_info.py")
+sys.exit(0 if info["TORCH_VERSION"] == torch.__version__ else 1)
+PYEOF
+}
+PREBUILT=0
+if want build && prebuilt_matches; then
+  cp prebuilt/_C.abi3.so prebuilt/_build_info.py torch_ops/cudasteps/
+  # Found without an install: the package's directory first on the path (pytest's own setting too).
+  export PYTHONPATH=$(pwd)/torch_ops${PYTHONPATH:+:$PYTHONPATH}
+  PREBUILT=1
+  line="build: prebuilt/ used (torch $("$PY" -c 'import torch; print(torch.__version__)'), sources $(cat prebuilt/SOURCES))"
+  summary+=("$line")
+  echo "$line"
+elif want build; then
+  [ -f prebuilt/_C.abi3.so ] && echo "gpu_check: prebuilt/ does not match this torch or these sources: building"
   step build 600 make build
   # Per-unit compile times from ninja's logs: where the build's time goes.
   "$PY" scripts/build_times.py build >"$LOGS/build_times.txt" 2>&1 && head -n 12 "$LOGS/build_times.txt" &&
@@ -101,7 +124,7 @@ fi
 if want bench; then
   # Without the build step (an extension built elsewhere, found through PYTHONPATH), the report
   # runs as is: `make bench` would build first.
-  if want build; then
+  if want build && [ $PREBUILT = 0 ]; then
     step bench "${BENCH_TIMEOUT:-900}" make bench BENCH_ARGS="${BENCH_ARGS:-}"
   else
     step bench "${BENCH_TIMEOUT:-900}" "$PY" -m benchmarks ${BENCH_ARGS:-}

@@ -1,8 +1,9 @@
 // Calling another cudasteps op through the dispatcher: its typed handle (typed_op), whether
-// autograd must record a call (needs_grad, records_grad), and the guard that calls below autograd
-// (at::AutoDispatchBelowADInplaceOrView, from LegacyTypeDispatch.h). Apart from autograd.h because torch/autograd.h, which
-// the autograd Functions need, costs a unit about 15 s of compile time, and the ops that only call
-// other ops (copy_ through transpose_, the gemm operand repacks, the plans) need none of it.
+// autograd must record a call (records_grad, the differentiable ops' gate; needs_grad), and the
+// guard that calls below autograd (at::AutoDispatchBelowADInplaceOrView, from
+// LegacyTypeDispatch.h). Apart from autograd.h because torch/autograd.h, which the autograd
+// Functions need, costs a unit about 15 s of compile time, and the ops that only call other ops
+// (copy_ through transpose_, the gemm operand repacks, the plans) need none of it.
 #pragma once
 
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -25,7 +26,8 @@ c10::TypedOperatorHandle<Signature> typed_op(const char* name, const char* overl
       .template typed<Signature>();
 }
 
-// True when autograd must record this call: grad mode is on and some input requires grad.
+// True when autograd must record this call: grad mode is on and some input requires grad. (The
+// non-differentiable ops' refusals of such inputs use it; the differentiable ops, records_grad.)
 template <typename... Tensors>
 bool needs_grad(const Tensors&... tensors) {
   if (!at::GradMode::is_enabled()) return false;
