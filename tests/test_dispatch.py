@@ -6,6 +6,7 @@ no Python frame may run inside a call (a Python-registered autograd or fake kern
 
 import importlib
 import sys
+import warnings
 
 import cudasteps
 import pytest
@@ -239,3 +240,15 @@ def test_plain_tensors_inside_a_dual_level_still_run(device):
     ref = (x.double() @ w.double().t()).float()
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     assert torch.equal(out, out_after)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vmap_runs_an_op_per_sample(device):
+    # No batching rule: torch.vmap's fallback calls the op once per sample (the README says so).
+    x = make_tensor((3, 4, 5), torch.float32, device)
+    w = make_tensor((6, 5), torch.float32, device, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback's performance warning
+        out = torch.vmap(lambda a: torch.ops.cudasteps.linear(a, w, None))(x)
+    ref = (x.double() @ w.double().t()).float()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
