@@ -123,11 +123,22 @@ def own_durations(intervals) -> list:
     return own
 
 
+def idle_between(intervals) -> float:
+    """The time, from the first kernel's start to the last one's end, when no kernel ran (the same
+    sorted (start, duration) intervals as own_durations): the GPU waiting for the host to launch
+    the next kernel, or for a launch's own latency, inside one step."""
+    if not intervals:
+        return 0.0
+    span = max(start + duration for start, duration in intervals) - intervals[0][0]
+    return span - sum(own_durations(intervals))
+
+
 def kernel_ms_by_kind(step, args) -> dict:
     """GPU kernel time of one call of ``step(*args)`` by kind ({"gemm": ms, "attention": ms,
     "other": ms}), from torch.profiler's kernel events (a step's kernels run on one stream here):
     each kernel's own time (own_durations), so that kernels started under the tail of the one
-    before (programmatic dependent launch) do not count the overlap twice."""
+    before (programmatic dependent launch) do not count the overlap twice; and "idle": the time
+    between its kernels when none ran (idle_between)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -143,6 +154,7 @@ def kernel_ms_by_kind(step, args) -> dict:
     intervals = [(e.time_range.start, e.time_range.elapsed_us()) for e in events]
     for evt, own_us in zip(events, own_durations(intervals)):
         kinds[kernel_kind(evt.name)] += own_us / 1e3
+    kinds["idle"] = idle_between(intervals) / 1e3
     return kinds
 
 
@@ -155,12 +167,13 @@ def _record_breakdown(case: str, steps: list, args) -> None:
         try:
             k = kernel_ms_by_kind(step, args)
         except Exception as exc:  # noqa: BLE001  (the profiler's API moves between releases)
-            _BREAKDOWN.append(f"| {case} | {impl} | not measured: {type(exc).__name__}: {exc} | | | |")
+            _BREAKDOWN.append(f"| {case} | {impl} | not measured: {type(exc).__name__}: {exc} | | | | |")
             continue
-        total = sum(k.values())
+        total = k["gemm"] + k["attention"] + k["other"]
         share = 100 * k["gemm"] / total if total else 0.0
         _BREAKDOWN.append(
-            f"| {case} | {impl} | {k['gemm']:.3f} | {k['attention']:.3f} | {k['other']:.3f} | {share:.0f}% |"
+            f"| {case} | {impl} | {k['gemm']:.3f} | {k['attention']:.3f} | {k['other']:.3f} | {share:.0f}% "
+            f"| {k['idle']:.3f} |"
         )
 
 
@@ -477,9 +490,11 @@ def _breakdown_section(bench) -> None:
         "and everything else (elementwise, reductions, casts, the loss, the optimizer). "
         "The kernels' sum, not the step's wall time: launch gaps are left out, and each kernel "
         "counts its own time only (a kernel started under the tail of the one before it, by a "
-        "programmatic dependent launch, loses the overlap, which it spends waiting).\n\n"
-        "| case | impl | GEMM ms | attention ms | other ms | GEMM share |\n"
-        "|---|---|---|---|---|---|\n" + "\n".join(_BREAKDOWN),
+        "programmatic dependent launch, loses the overlap, which it spends waiting). The last "
+        "column is the time between the step's first kernel and its last when none ran (the GPU "
+        "waiting for the host's next launch): with the kernels' sum, the step's span on the GPU.\n\n"
+        "| case | impl | GEMM ms | attention ms | other ms | GEMM share | idle between kernels ms |\n"
+        "|---|---|---|---|---|---|---|\n" + "\n".join(_BREAKDOWN),
     )
     _BREAKDOWN.clear()
 

@@ -396,6 +396,17 @@ def test_e2e_own_kernel_durations():
     assert own_durations([]) == []
 
 
+def test_e2e_idle_between_kernels():
+    """The breakdown's idle column: the step's span on the GPU (first start to last end) less the
+    kernels' own times, so overlapping launches are no idle time and gaps are."""
+    from benchmarks.bench_e2e import idle_between
+
+    intervals = [(0.0, 338.0), (252.0, 429.0), (700.0, 50.0), (710.0, 10.0), (750.0, 5.0)]
+    assert idle_between(intervals) == 19.0  # the gap [681, 700]; the span is [0, 755]
+    assert idle_between([(5.0, 10.0), (15.0, 3.0)]) == 0.0  # back to back
+    assert idle_between([]) == 0.0
+
+
 def test_e2e_ddp_round_medians():
     """The DDP rows are medians over alternating rounds: the impls swap order each round, every
     figure is a median of its impl's runs, and a failed run drops out (an impl that never ran is
