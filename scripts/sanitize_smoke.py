@@ -250,7 +250,8 @@ def smoke_tensor_cores(dev):
         b8 = torch.randn(260, 1000, device=dev).to(torch.float8_e4m3fn).t()
         one = torch.ones((), device=dev)
         want = cudasteps.gemm.run_scaled_mm_ladder("fp8_ws", a8, b8, one, one)
-        for v in cudasteps.gemm.SCALED_MM_LADDER[2:]:
+        # (and the stagger trial's named barrier: fp8_ws:st<L>)
+        for v in cudasteps.gemm.SCALED_MM_LADDER[2:] + cudasteps.gemm.SCALED_MM_SWEEP:
             check(f"ladder scaled_mm {v}", cudasteps.gemm.run_scaled_mm_ladder(v, a8, b8, one, one), want)
 
 

@@ -180,14 +180,16 @@ def test_ladder_steps():
         G.run_scaled_mm_ladder("fp8_ws", a, b, one, one)
 
 
-@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws256, tc:fp8_multicast need a compute capability 9.0 GPU")
-@pytest.mark.parametrize("variant", ["fp8_ws256", "fp8_multicast"])
+@pytest.mark.skipif(not hopper(), reason="tc:fp8_ws and its variants need a compute capability 9.0 GPU")
+@pytest.mark.parametrize("variant", ["fp8_ws256", "fp8_multicast", "fp8_ws:st1", "fp8_ws:st4"])
 def test_fp8_variants_match_fp8_ws(variant):
-    """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup) and
-    tc:fp8_multicast (clusters of two CTAs sharing B) give every output element tc:fp8_ws's sums
-    in the same order: the same bits, on tiles cut at the M and N edges (a second warpgroup, or a
-    cluster's second tile, wholly below M), more tiles than SMs (several per CTA), a long K and a
-    small output split along K the same way by both, and an e5m2 A."""
+    """tc:fp8_ws256 (256 x 128 tiles, two 64-row halves per consumer warpgroup), tc:fp8_multicast
+    (clusters of two CTAs sharing B) and the stagger trial (fp8_ws:st<L>: the consumer warpgroups L
+    k-tiles apart, also where a CTA has fewer than L k-tiles in all: 129 x 17 x 64) give every
+    output element tc:fp8_ws's sums in the same order: the same bits, on tiles cut at the M and N
+    edges (a second warpgroup, or a cluster's second tile, wholly below M), more tiles than SMs
+    (several per CTA), a long K and a small output split along K the same way by both, and an e5m2
+    A."""
     G = cudasteps.gemm
     shapes = [(1000, 700, 1024), (8192, 1024, 1024), (300, 260, 4099), (64, 64, 8192), (129, 17, 64)]
     for i, (m, n, k) in enumerate(shapes):
@@ -246,7 +248,7 @@ def test_ladder_errors(device):
     a = fp8((4, 6), torch.float8_e4m3fn, device, seed=1)
     b = fp8((6, 5), torch.float8_e4m3fn, device, seed=2)
     one = torch.ones((), device=device)
-    steps = "widen_tf32, fp8_ws, fp8_multicast, fp8_ws256"
+    steps = r"widen_tf32, fp8_ws, fp8_multicast, fp8_ws256 \(or fp8_ws:st<1-4>\)"
     bad_variant = rf"cudasteps.ladder_scaled_mm: variant must be one of {steps}, got 'nope'"
     bad_a = r"cudasteps.scaled_mm: a must be Float8_e4m3fn or Float8_e5m2, got BFloat16"
     arg_sets = [[t.to("meta") for t in (a, b, one, one)]]  # the fake kernel
@@ -255,6 +257,9 @@ def test_ladder_errors(device):
     for args in arg_sets:
         with pytest.raises(RuntimeError, match=bad_variant):
             torch.ops.cudasteps.ladder_scaled_mm(*args, "nope")
+        for past in ("fp8_ws:st0", "fp8_ws:st5", "fp8_ws:st12"):  # the stagger's range is 1-4
+            with pytest.raises(RuntimeError, match=bad_variant.replace("'nope'", f"'{past}'")):
+                torch.ops.cudasteps.ladder_scaled_mm(*args, past)
         with pytest.raises(RuntimeError, match=bad_a):
             torch.ops.cudasteps.ladder_scaled_mm(args[0].bfloat16(), *args[1:], "widen_tf32")
 

@@ -269,14 +269,26 @@ std::tuple<at::Tensor, at::Tensor> scaled_mm_range_cuda(const at::Tensor& a, con
 // ladder_scaled_mm: one form of the FP8 ladder, forced (bf16 output, no bias, as the report's
 // rows): `widen_tf32` (the first form, above), `fp8_ws` (tc:fp8_ws: one CTA per 128 x 128 tile),
 // `fp8_multicast` (tc:fp8_multicast: clusters of two CTAs sharing B) or `fp8_ws256` (tc:fp8_ws256:
-// 256 x 128 tiles); the last three refused by name where they cannot run.
+// 256 x 128 tiles); the last three refused by name where they cannot run. For sweeps, not the
+// report: `fp8_ws:st<L>`, L 1-4, tc:fp8_ws with its consumer warpgroups L k-tiles apart (a trial:
+// HopperParams::stagger).
+int scaled_mm_stagger(c10::string_view variant) {
+  const c10::string_view prefix = "fp8_ws:st";
+  if (variant.size() != prefix.size() + 1 || variant.substr(0, prefix.size()) != prefix) return 0;
+  const char l = variant[prefix.size()];
+  return l >= '1' && l <= '4' ? l - '0' : 0;
+}
+
 at::Tensor ladder_scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b,
                                  const at::Tensor& scale_a, const at::Tensor& scale_b,
                                  c10::string_view variant) {
   constexpr const char* op = "ladder_scaled_mm";
+  const int stagger = scaled_mm_stagger(variant);
   CUDASTEPS_CHECK(variant == "widen_tf32" || variant == "fp8_ws" || variant == "fp8_multicast" ||
-                      variant == "fp8_ws256",
-                  op, "variant must be one of widen_tf32, fp8_ws, fp8_multicast, fp8_ws256, got '",
+                      variant == "fp8_ws256" || stagger > 0,
+                  op,
+                  "variant must be one of widen_tf32, fp8_ws, fp8_multicast, fp8_ws256 (or "
+                  "fp8_ws:st<1-4>), got '",
                   variant, "'");
   check_scaled_mm_args(a, b, scale_a, scale_b, c10::nullopt, c10::nullopt);
   const c10::cuda::CUDAGuard guard(a.device());
@@ -286,6 +298,7 @@ at::Tensor ladder_scaled_mm_cuda(const at::Tensor& a, const at::Tensor& b,
   TcTuning tuning;
   tuning.bm = variant == "fp8_ws256" ? 256 : 0;
   tuning.ctas = variant == "fp8_multicast" ? 2 : 1;
+  tuning.stagger = stagger;
   const at::Tensor out =
       scaled_mm_hopper(a, b, scale_a, scale_b, c10::nullopt, at::kBFloat16, tuning);
   CUDASTEPS_CHECK(out.defined(), op, std::string(variant),

@@ -45,6 +45,9 @@ MM_BIAS_ACT_BACKWARD_LADDER = ("two_pass", "fused")
 # scaled_mm's ladder (run_scaled_mm_ladder): the operands widened to float32 on the TF32 tensor
 # cores, then the Hopper FP8 kernel (what scaled_mm runs there) and two measured alternatives.
 SCALED_MM_LADDER = ("widen_tf32", "fp8_ws", "fp8_multicast", "fp8_ws256")
+# Forms ladder_scaled_mm also takes, for sweeps rather than the report: tc:fp8_ws with its two
+# consumer warpgroups 1-4 k-tiles apart (a trial; run_scaled_mm_ladder).
+SCALED_MM_SWEEP = tuple(f"fp8_ws:st{lag}" for lag in range(1, 5))
 
 # The optimization ladder of this family, naive first; the last entry is what mm() runs.
 LADDER = (
@@ -471,7 +474,9 @@ def run_scaled_mm_ladder(
     their B tile by TMA multicast; ``fp8_ws256``: 256 x 128 tiles (each consumer warpgroup 128 rows
     in two halves, one set of k-tile sums waited for per half). :func:`scaled_mm` runs ``fp8_ws`` on
     Hopper. All three need a compute capability 9.0 GPU and ``b`` float8_e4m3fn, and raise
-    otherwise.
+    otherwise. For sweeps (``SCALED_MM_SWEEP``): ``fp8_ws:st<L>``, L 1-4, ``fp8_ws`` with consumer
+    warpgroup 1 started L k-tiles after warpgroup 0, so that their epilogues fall in each other's
+    main loops (the same bits as ``fp8_ws``).
     """
     return _ops.ladder_scaled_mm(a, b, scale_a, scale_b, variant)
 
@@ -928,7 +933,9 @@ def _scaled_mm_range_fake(a, b, scale_a, scale_b, bias=None, out_dtype=None):
 def _ladder_scaled_mm_fake(a, b, scale_a, scale_b, variant):
     steps = ", ".join(SCALED_MM_LADDER)
     _checks.check(
-        variant in SCALED_MM_LADDER, "ladder_scaled_mm", f"variant must be one of {steps}, got '{variant}'"
+        variant in SCALED_MM_LADDER or variant in SCALED_MM_SWEEP,
+        "ladder_scaled_mm",
+        f"variant must be one of {steps} (or fp8_ws:st<1-4>), got '{variant}'",
     )
     # The operands' checks are scaled_mm's (and say so).
     return _scaled_mm_fake(a, b, scale_a, scale_b)

@@ -66,6 +66,9 @@ struct TcTuning {
   // The persistent kernels' programmatic dependent launch (common/launch.cuh's KernelLaunch): on
   // but where the ladder's pdl0 turns it off, to time what it buys.
   bool pdl = true;
+  // tc:fp8_ws's consumer warpgroups started L k-tiles apart (the ladder's fp8_ws:st<L>, 1-4, a
+  // trial: HopperParams::stagger); 0: together.
+  int stagger = 0;
 };
 
 struct TcProblem {

@@ -121,6 +121,9 @@ struct HopperParams {
   // The output is TMA-describable (16-byte aligned rows): staged TMA stores, else direct stores.
   bool tma_store;
   TailSplit tail;  // (with splits == 1 only)
+  // tc:fp8_ws:st<L> (the ladder's, a trial): consumer warpgroup 1 issues its first k-tile only once
+  // warpgroup 0 has issued L (wgmma_ws_kernel's FP8 loop); 0: no stagger.
+  int stagger = 0;
 };
 
 }  // namespace sm90

@@ -165,6 +165,10 @@ __global__ void __launch_bounds__(256, 1)
 // tokens). Or in clusters of two splitting each tile along K (kClusterK, below: more CTAs for
 // outputs of few tiles, no extra bytes loaded, the halves added in k order in rank 0's shared
 // memory).
+// The hardware barrier of the FP8 stagger (HopperParams::stagger); 0 is __syncthreads', 1-3 the
+// consumer warpgroups' epilogue barriers (1 + its index).
+constexpr int kStaggerBar = 5;
+
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
           int BM = 128, bool kTransposedOut = false, int kCtasN = 1, bool kClusterK = false,
           bool kL2Hints = false>
@@ -257,6 +261,14 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
     };
     int stage = 0, phase = 0;
     int part_phase = 0;  // kClusterK: the phase of the sums' hand-over (combine_cluster_k_parts)
+    // FP8 with p.stagger L > 0 (a trial): warpgroup 1 waits before its first k-tile until
+    // warpgroup 0 has issued L k-tiles (or all of its own, if fewer), once per CTA. Both then walk
+    // the same units L k-tiles apart, so that each one's epilogue (its tensor-core idle time, both
+    // at once without the stagger) falls in the other's main loop. The lag holds by itself: while
+    // one is in its epilogue the other runs alone, and the ring (L < kStages) bounds it. The sums,
+    // and so the outputs, are the same bits either way.
+    int stagger_issued = 0;  // warpgroup 0's k-tiles issued until it signals (then -1)
+    bool stagger_waited = false;  // warpgroup 1's
     float d[Cfg::kAccs];
     OutRange<TOut> range;  // FP8 with ep.range_bits (scaled_mm_range): what this thread stored
     UnitWalk walk(p, first_unit, unit_step);
@@ -277,6 +289,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
         // are promoted, so the tensor cores never wait for a promotion.
         float sums0[Cfg::kAccs], sums1[Cfg::kAccs];
         auto issue = [&](float (&sums)[Cfg::kAccs]) {
+          if (p.stagger > 0 && cwg == 1 && !stagger_waited) {
+            named_barrier_sync(kStaggerBar, 256);
+            stagger_waited = true;
+          }
           mbar_wait(&full[stage], phase);
           const uint8_t* src = ring + stage * Cfg::kStageBytes;
           keep_live(sums);
@@ -284,6 +300,10 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
           wgmma_k_tile<T, BN, AK, BKm, TB>(sums, src + cwg * Cfg::kAHalfBytes,
                                            src + Cfg::kABytes, /*overwrite=*/true);
           wgmma_commit();
+          if (p.stagger > 0 && cwg == 0 && stagger_issued >= 0 && ++stagger_issued == p.stagger) {
+            named_barrier_arrive(kStaggerBar, 256);
+            stagger_issued = -1;
+          }
           const int issued = stage;
           if (++stage == S) stage = 0, phase ^= 1;
           return issued;
@@ -427,6 +447,8 @@ __global__ void __launch_bounds__(128 * (1 + BM / 64), 1)
       }
     }
     if constexpr (kFp8) {
+      // A stagger whose warpgroup 0 issued fewer than L k-tiles in all signals at its end.
+      if (p.stagger > 0 && cwg == 0 && stagger_issued > 0) named_barrier_arrive(kStaggerBar, 256);
       if (ep.range_bits != nullptr) {
         flush_range(range, ep.range_bits, ep.range_out, gridDim.x * unsigned(kConsumerWarps));
       }

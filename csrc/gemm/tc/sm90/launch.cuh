@@ -330,6 +330,7 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
   const int sms = sm_count();
   const int tiles = p.raster.count();
   p.splits = persistent_splits(pr, p, tiles, sms);
+  p.stagger = pr.tuning.stagger;  // (tc:fp8_ws alone reads it; launch_fp8 checks)
   const CUtensorMap map_a = operand_tensor_map(pr.a, AK, pr.M, pr.K, pr.lda, TA, Cfg::BM);
   // In clusters each CTA loads (and multicasts) its share of the B tile: the box is that tall.
   const CUtensorMap map_b =
@@ -455,6 +456,11 @@ void launch_split_k_tiles(const TcProblem& pr, Kernel kernel, cudaStream_t strea
 // 7%, the last k-tiles' promotions 7%, the staged store 6%), against about 18% of cuBLAS's; while
 // that code runs neither consumer warpgroup issues a wgmma. Wider tiles (fewer of them, each
 // reading fewer bytes per product) or a cheaper per-tile path are what is left to try.
+// A third way, built but not yet measured (2026-11-28, the ladder's fp8_ws:st<L>, a trial; the
+// dispatcher never asks for it): the consumer warpgroups started L k-tiles apart (HopperParams::
+// stagger), so that each one's epilogue runs while the other still issues wgmmas, the overlap
+// ptxas refused above within one warpgroup (here each warpgroup's own loop is unchanged: the same
+// 168 registers, no spill, the same wgmma waits in the SASS). scripts/fp8_sweep.py times it.
 template <TcType TA, TcType TOut>
 void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   static_assert(tc_is_fp8(TA) && !tc_is_fp8(TOut), "FP8 operands, a 16- or 32-bit output");
@@ -466,6 +472,13 @@ void launch_fp8(const TcProblem& pr, cudaStream_t stream) {
   TORCH_CHECK(pr.M > 0 && pr.N > 0 && pr.K > 0, "cudasteps.scaled_mm: tc:fp8_ws needs M, N, K > 0");
   TORCH_CHECK(pr.range_bits == nullptr || pr.tuning.bm != 256,
               "cudasteps.scaled_mm_range: tc:fp8_ws256 does not take the range");
+  // The stagger (a trial, the ladder's fp8_ws:st<L>): tc:fp8_ws's single CTAs only, L k-tiles
+  // apart with L < the ring's stages (warpgroup 0 issues them before warpgroup 1 releases any).
+  TORCH_CHECK(pr.tuning.stagger == 0 ||
+                  (pr.tuning.bm != 256 && pr.tuning.ctas != 2 && pr.tuning.stagger > 0 &&
+                   pr.tuning.stagger < HopperCfg<TA, 128>::kStages),
+              "cudasteps.scaled_mm: the stagger takes tc:fp8_ws and 1 to ",
+              HopperCfg<TA, 128>::kStages - 1, " k-tiles, got ", pr.tuning.stagger);
   if (pr.tuning.bm == 256) {
     // tc:fp8_ws256 (the ladder's), built for bf16 outputs alone.
     if constexpr (TOut == TcType::kBF16) {
