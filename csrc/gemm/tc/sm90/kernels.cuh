@@ -126,6 +126,10 @@ __global__ void __launch_bounds__(256, 1)
 
 // ---- tc:ws_persistent and tc:ws_multicast: a producer warpgroup and 2 consumer warpgroups, persistent tiles ----
 
+// The hardware barrier of the FP8 stagger (HopperParams::stagger); 0 is __syncthreads', 1-3 the
+// consumer warpgroups' epilogue barriers (1 + its index).
+constexpr int kStaggerBar = 5;
+
 // Ctas = 2 (tc:ws_multicast): the kernel runs in clusters of two CTAs on vertically adjacent tiles
 // (2t, n) and (2t + 1, n), which need the same B tile. Each CTA's producer loads its own A tile and
 // one half of the B tile, multicast into both CTAs' rings, so every CTA pulls 2/3 of the bytes per
@@ -165,10 +169,6 @@ __global__ void __launch_bounds__(256, 1)
 // tokens). Or in clusters of two splitting each tile along K (kClusterK, below: more CTAs for
 // outputs of few tiles, no extra bytes loaded, the halves added in k order in rank 0's shared
 // memory).
-// The hardware barrier of the FP8 stagger (HopperParams::stagger); 0 is __syncthreads', 1-3 the
-// consumer warpgroups' epilogue barriers (1 + its index).
-constexpr int kStaggerBar = 5;
-
 template <TcType T, int BN, bool AK, bool BKm, int Ctas, TcType TB = T, TcType TOut = T,
           int BM = 128, bool kTransposedOut = false, int kCtasN = 1, bool kClusterK = false,
           bool kL2Hints = false>
