@@ -441,8 +441,8 @@ def main(argv=None) -> int:
         "--merge",
         nargs="+",
         metavar="RESULTS_JSON",
-        help="measure nothing: one report in --results-dir from runs of some families each (the "
-        "last run of a family wins)",
+        help="measure nothing: one report in --results-dir from runs of some families each (a "
+        "family in two runs, or runs from two GPUs, is refused)",
     )
     args = parser.parse_args(argv)
     if args.merge:

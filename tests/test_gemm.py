@@ -1172,8 +1172,9 @@ def test_ws_tf32_rs():
     a = misaligned((45, 77), torch.float32, "cuda", seed=7)
     b = misaligned((77, 39), torch.float32, "cuda", seed=8)
     assert rel_err(G.run_ladder("tc:ws_tf32_rs", a, b), ref_mm(a, b)) < half_tol(torch.float32, 77)
-    # tc:final: every one of these with one MN-major operand fills half the SMs' worth of tiles
-    # and runs tc:ws_tf32_rs; with both MN-major, b is transposed first.
+    # tc:final: with one MN-major operand, those whose tiles fill half the SMs run tc:ws_tf32_rs
+    # (bitwise the ladder step's); too few tiles with a narrow operand (1000^3, 300 x 129 on 132
+    # SMs) transpose it first, as do the addmm products below with both MN-major.
     shapes = [(side, side + 3, 1000), (1000, 1000, 1000), (300, 129, 4099), (1000, 1500, 300),
               (1500, 1000, 300)]
     with tf32_mode(True):
